@@ -10,12 +10,15 @@ APT_PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsimdjson-dev nlohmann-json3-dev libpcre2-dev libonig-dev libfmt-dev libspdlog-dev
   libcli11-dev libxxhash-dev libssl-dev libopenblas-dev libgtest-dev libgmock-dev googletest
-  libbenchmark-dev nodejs npm python3
+  libbenchmark-dev python3
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node/npm: the machine's own (npm 11) is kept; Debian's are installed only when absent.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
