@@ -1,0 +1,295 @@
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/as_tuple.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace deepinfer::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+constexpr auto kNoThrow = asio::experimental::as_tuple(asio::use_awaitable);
+
+// What a handler asked for, queued until the session coroutine writes it.
+struct Op {
+  enum class Kind { Send, Open, Write, Close } kind;
+  HttpResponse response;  // Send; Open uses status/content_type/headers
+  std::string chunk;      // Write
+};
+
+using Strand = asio::strand<asio::io_context::executor_type>;
+
+class SessionResponder final : public Responder,
+                               public std::enable_shared_from_this<SessionResponder> {
+ public:
+  explicit SessionResponder(Strand strand)
+      : strand_(strand), wake_(strand, std::chrono::steady_clock::time_point::max()) {}
+
+  void send(HttpResponse response) override { push(Op{Op::Kind::Send, std::move(response), {}}); }
+  void open_stream(int status, std::string content_type, Headers headers) override {
+    HttpResponse r;
+    r.status = status;
+    r.content_type = std::move(content_type);
+    r.headers = std::move(headers);
+    push(Op{Op::Kind::Open, std::move(r), {}});
+  }
+  void write(std::string chunk) override { push(Op{Op::Kind::Write, {}, std::move(chunk)}); }
+  void close() override { push(Op{Op::Kind::Close, {}, {}}); }
+  void on_disconnect(std::function<void()> callback) override {
+    std::lock_guard lock(mu_);
+    on_disconnect_ = std::move(callback);
+  }
+  bool disconnected() const override { return disconnected_.load(); }
+
+  // Session side (runs on strand_).
+  bool take(std::deque<Op>& out) {
+    std::lock_guard lock(mu_);
+    out.swap(ops_);
+    return !out.empty();
+  }
+  asio::steady_timer& wake() { return wake_; }
+  void mark_disconnected() {
+    std::function<void()> callback;
+    {
+      std::lock_guard lock(mu_);
+      if (disconnected_.exchange(true)) return;
+      callback = std::move(on_disconnect_);
+    }
+    if (callback) callback();
+  }
+
+ private:
+  void push(Op op) {
+    {
+      std::lock_guard lock(mu_);
+      ops_.push_back(std::move(op));
+    }
+    // The wait starts on the strand right after an empty take(), so a cancel posted to the
+    // same strand can never be lost.
+    asio::post(strand_, [self = shared_from_this()] { self->wake_.cancel(); });
+  }
+
+  Strand strand_;
+  asio::steady_timer wake_;
+  std::mutex mu_;
+  std::deque<Op> ops_;
+  std::function<void()> on_disconnect_;
+  std::atomic<bool> disconnected_{false};
+};
+
+http::response<http::string_body> to_beast(HttpResponse&& r, unsigned version, bool keep_alive) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  res.set(http::field::server, "deepinfer");
+  res.set(http::field::content_type, r.content_type);
+  for (auto& [k, v] : r.headers) res.set(k, v);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(r.body);
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  Handler handler;
+  asio::io_context ioc;
+  std::optional<tcp::acceptor> acceptor;
+  std::vector<std::thread> threads;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> open_exchanges{0};
+  uint16_t bound_port = 0;
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool done = false;
+
+  asio::awaitable<void> accept_loop() {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor->async_accept(kNoThrow);
+      if (ec) {
+        if (stopping) co_return;
+        continue;
+      }
+      auto strand = asio::make_strand(ioc.get_executor());
+      asio::co_spawn(strand, session(beast::tcp_stream(std::move(socket)), strand),
+                     asio::detached);
+    }
+  }
+
+  asio::awaitable<void> session(beast::tcp_stream stream, Strand strand) {
+    beast::flat_buffer buffer;
+    for (;;) {
+      stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(options.max_body_bytes);
+      parser.header_limit(64 * 1024);
+      auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
+      (void)n;
+      if (ec == http::error::body_limit) {
+        HttpResponse r{413, "application/json",
+                       R"({"error":{"message":"Request body too large","type":"invalid_request_error","param":null,"code":"request_too_large"}})",
+                       {}};
+        auto res = to_beast(std::move(r), 11, false);
+        co_await http::async_write(stream, res, kNoThrow);
+        co_return;
+      }
+      if (ec) {
+        if (ec != http::error::end_of_stream && ec != asio::error::operation_aborted &&
+            ec != beast::error::timeout && !stopping) {
+          HttpResponse r{400, "application/json",
+                         R"({"error":{"message":"Malformed HTTP request","type":"invalid_request_error","param":null,"code":"invalid_request_error"}})",
+                         {}};
+          auto res = to_beast(std::move(r), 11, false);
+          co_await http::async_write(stream, res, kNoThrow);
+        }
+        co_return;
+      }
+      auto& req = parser.get();
+      const bool keep_alive = req.keep_alive() && !stopping;
+      const unsigned version = req.version();
+      HttpRequest request;
+      request.method = std::string(req.method_string());
+      request.target = std::string(req.target());
+      for (const auto& field : req) {
+        std::string name(field.name_string());
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        request.headers.emplace_back(std::move(name), std::string(field.value()));
+      }
+      request.body = std::move(req.body());
+
+      auto responder = std::make_shared<SessionResponder>(strand);
+      ++open_exchanges;
+      handler(std::move(request), responder);
+      stream.expires_never();
+      const bool reuse = co_await drain(stream, *responder, version, keep_alive);
+      --open_exchanges;
+      if (!reuse) {
+        beast::error_code ignored;
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        co_return;
+      }
+    }
+  }
+
+  // Writes what the handler produces until the exchange is complete. Returns whether the
+  // connection may serve another request.
+  asio::awaitable<bool> drain(beast::tcp_stream& stream, SessionResponder& responder,
+                              unsigned version, bool keep_alive) {
+    std::deque<Op> ops;
+    bool streaming = false;
+    for (;;) {
+      if (!responder.take(ops)) {
+        responder.wake().expires_at(std::chrono::steady_clock::time_point::max());
+        co_await responder.wake().async_wait(kNoThrow);
+        continue;
+      }
+      for (auto& op : ops) {
+        beast::error_code ec;
+        switch (op.kind) {
+          case Op::Kind::Send: {
+            if (streaming) break;
+            auto res = to_beast(std::move(op.response), version, keep_alive);
+            std::tie(ec, std::ignore) = co_await http::async_write(stream, res, kNoThrow);
+            if (ec) responder.mark_disconnected();
+            co_return !ec && keep_alive;
+          }
+          case Op::Kind::Open: {
+            http::response<http::empty_body> res{static_cast<http::status>(op.response.status),
+                                                  version};
+            res.set(http::field::server, "deepinfer");
+            res.set(http::field::content_type, op.response.content_type);
+            res.set(http::field::cache_control, "no-cache");
+            for (auto& [k, v] : op.response.headers) res.set(k, v);
+            res.chunked(true);
+            res.keep_alive(keep_alive);
+            http::response_serializer<http::empty_body> sr{res};
+            std::tie(ec, std::ignore) = co_await http::async_write_header(stream, sr, kNoThrow);
+            streaming = true;
+            break;
+          }
+          case Op::Kind::Write:
+            if (!streaming || op.chunk.empty()) break;
+            std::tie(ec, std::ignore) = co_await asio::async_write(
+                stream, http::make_chunk(asio::buffer(op.chunk)), kNoThrow);
+            break;
+          case Op::Kind::Close:
+            if (streaming)
+              std::tie(ec, std::ignore) =
+                  co_await asio::async_write(stream, http::make_chunk_last(), kNoThrow);
+            co_return !ec && keep_alive && streaming;
+        }
+        if (ec) {
+          responder.mark_disconnected();
+          co_return false;
+        }
+      }
+      ops.clear();
+    }
+  }
+};
+
+HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->handler = std::move(handler);
+}
+
+HttpServer::~HttpServer() {
+  stop(0);
+  wait();
+}
+
+Status HttpServer::start() {
+  beast::error_code ec;
+  auto address = asio::ip::make_address(impl_->options.host, ec);
+  if (ec) return Error{"invalid --host '" + impl_->options.host + "': " + ec.message()};
+  tcp::endpoint endpoint{address, impl_->options.port};
+  auto& acceptor = impl_->acceptor.emplace(impl_->ioc);
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(4096, ec);
+  if (ec) {
+    return Error{"cannot listen on " + impl_->options.host + ":" +
+                 std::to_string(impl_->options.port) + ": " + ec.message()};
+  }
+  impl_->bound_port = acceptor.local_endpoint().port();
+  asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
+  for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
+    impl_->threads.emplace_back([this] {
+      impl_->ioc.run();
+    });
+  return Status::Ok();
+}
+
+uint16_t HttpServer::port() const { return impl_->bound_port; }
+
+void HttpServer::stop(int grace_ms) {
+  if (impl_->stopping.exchange(true)) return;
+  asio::post(impl_->ioc, [this] {
+    beast::error_code ignored;
+    if (impl_->acceptor) impl_->acceptor->close(ignored);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  while (impl_->open_exchanges > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  impl_->ioc.stop();
+}
+
+void HttpServer::wait() {
+  for (auto& t : impl_->threads)
+    if (t.joinable()) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace deepinfer::server

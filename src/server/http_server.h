@@ -1,0 +1,44 @@
+// The HTTP/1.1 transport: Boost.Beast with C++20 coroutines on a small pool of I/O threads.
+// It parses requests (body limit), hands them to one Handler with a Responder, and writes the
+// replies and SSE streams the handler produces. It knows nothing of the APIs behind it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "server/http_types.h"
+
+namespace deepinfer::server {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;  // 0: pick a free port (see HttpServer::port())
+  int io_threads = 1;
+  size_t max_body_bytes = 32u << 20;
+  int idle_timeout_s = 300;
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens; returns once the socket accepts connections.
+  Status start();
+  uint16_t port() const;
+  // Stops accepting; open exchanges finish within `grace_ms`, then everything closes.
+  void stop(int grace_ms = 2000);
+  // Blocks until stop() has completed.
+  void wait();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace deepinfer::server

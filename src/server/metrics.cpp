@@ -1,0 +1,93 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace deepinfer::server {
+namespace {
+
+void append_number(std::string& out, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  out += buf;
+}
+
+void counter(std::string& out, const char* name, const char* help, double v, const char* type) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  out += name;
+  out += ' ';
+  append_number(out, v);
+  out += '\n';
+}
+
+std::vector<double> latency_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  std::lock_guard lock(mu_);
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  std::lock_guard lock(mu_);
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += name + "_bucket{le=\"";
+    if (i == bounds_.size()) out += "+Inf";
+    else append_number(out, bounds_[i]);
+    out += "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_sum ";
+  append_number(out, sum_);
+  out += "\n" + name + "_count " + std::to_string(count_) + "\n";
+}
+
+Metrics::Metrics()
+    : ttft_seconds(latency_buckets()), tpot_seconds(latency_buckets()), e2e_seconds(latency_buckets()) {}
+
+void Metrics::set_gauge_source(std::function<std::vector<Gauge>()> source) {
+  gauge_source_ = std::move(source);
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  counter(out, "deepinfer_requests_total", "Requests received.", double(requests_total), "counter");
+  counter(out, "deepinfer_requests_failed_total", "Requests answered with an error.",
+          double(requests_failed), "counter");
+  counter(out, "deepinfer_requests_rejected_total", "Requests rejected (429/503).",
+          double(requests_rejected), "counter");
+  counter(out, "deepinfer_prompt_tokens_total", "Prompt tokens processed.",
+          double(prompt_tokens_total), "counter");
+  counter(out, "deepinfer_generation_tokens_total", "Tokens generated.",
+          double(completion_tokens_total), "counter");
+  counter(out, "deepinfer_requests_running", "Requests being generated.", double(requests_running),
+          "gauge");
+  ttft_seconds.render(out, "deepinfer_time_to_first_token_seconds", "Time to first token.");
+  tpot_seconds.render(out, "deepinfer_time_per_output_token_seconds", "Time per output token.");
+  e2e_seconds.render(out, "deepinfer_e2e_request_latency_seconds", "End-to-end request latency.");
+  if (gauge_source_)
+    for (const auto& g : gauge_source_())
+      counter(out, g.name.c_str(), g.help.c_str(), g.value, "gauge");
+  return out;
+}
+
+}  // namespace deepinfer::server

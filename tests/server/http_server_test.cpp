@@ -1,0 +1,141 @@
+// The transport + router over real loopback sockets: plain replies, SSE streaming from another
+// thread, auth, 404/405/413 in the API's error shape, and disconnect detection.
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <thread>
+
+#include "server/router.h"
+
+namespace deepinfer::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+  std::map<std::string, std::string> headers;
+};
+
+Reply request(uint16_t port, http::verb method, const std::string& target, const std::string& body,
+              std::vector<std::pair<std::string, std::string>> headers = {}) {
+  boost::asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  stream.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  for (auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1 << 26);
+  beast::error_code ec;
+  http::read(stream, buffer, parser, ec);
+  Reply reply;
+  if (ec) return reply;
+  reply.status = static_cast<int>(parser.get().result_int());
+  reply.body = parser.get().body();
+  for (const auto& f : parser.get()) reply.headers[std::string(f.name_string())] = std::string(f.value());
+  return reply;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    router_ = std::make_unique<Router>("secret", metrics_);
+    router_->add("GET", "/health", [](HttpRequest, ResponderPtr r) {
+      r->send(HttpResponse{200, "text/plain", "ok", {}});
+    }, /*authenticated=*/false);
+    router_->add("POST", "/v1/echo", [](HttpRequest req, ResponderPtr r) {
+      r->send(HttpResponse{200, "application/json", req.body, {}});
+    });
+    router_->add("POST", "/v1/messages", [](HttpRequest, ResponderPtr r) {
+      r->send(HttpResponse{200, "application/json", "{}", {}});
+    });
+    router_->add("POST", "/v1/stream", [this](HttpRequest, ResponderPtr r) {
+      producers_.emplace_back([r] {
+        r->open_stream(200, "text/event-stream");
+        for (int i = 0; i < 5; ++i) r->write("data: " + std::to_string(i) + "\n\n");
+        r->close();
+      });
+    });
+    router_->set_ready(true);
+    HttpServerOptions options;
+    options.port = 0;
+    options.max_body_bytes = 1024;
+    server_ = std::make_unique<HttpServer>(options, [this](HttpRequest q, ResponderPtr r) {
+      router_->handle(std::move(q), std::move(r));
+    });
+    ASSERT_TRUE(server_->start().ok());
+  }
+  void TearDown() override {
+    for (auto& t : producers_) t.join();
+    server_->stop(100);
+    server_->wait();
+  }
+  const std::vector<std::pair<std::string, std::string>> auth_ = {{"authorization", "Bearer secret"}};
+  Metrics metrics_;
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<HttpServer> server_;
+  std::vector<std::thread> producers_;
+};
+
+TEST_F(ServerTest, HealthNeedsNoKey) {
+  auto r = request(server_->port(), http::verb::get, "/health", "");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok");
+}
+
+TEST_F(ServerTest, BearerAndXApiKeyAreAccepted) {
+  EXPECT_EQ(request(server_->port(), http::verb::post, "/v1/echo", "{\"a\":1}", auth_).body, "{\"a\":1}");
+  EXPECT_EQ(request(server_->port(), http::verb::post, "/v1/echo", "x", {{"x-api-key", "secret"}}).status, 200);
+  auto bad = request(server_->port(), http::verb::post, "/v1/echo", "x", {{"authorization", "Bearer nope"}});
+  EXPECT_EQ(bad.status, 401);
+  EXPECT_NE(bad.body.find("\"type\":\"authentication_error\""), std::string::npos);
+}
+
+TEST_F(ServerTest, AnthropicPathsGetAnthropicErrorShape) {
+  auto r = request(server_->port(), http::verb::post, "/v1/messages", "{}");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.body.rfind(R"({"type":"error","error":{"type":"authentication_error")", 0), 0u) << r.body;
+}
+
+TEST_F(ServerTest, UnknownPathAndWrongMethod) {
+  EXPECT_EQ(request(server_->port(), http::verb::get, "/nope", "", auth_).status, 404);
+  EXPECT_EQ(request(server_->port(), http::verb::get, "/v1/echo", "", auth_).status, 405);
+}
+
+TEST_F(ServerTest, OversizedBodyIs413) {
+  auto r = request(server_->port(), http::verb::post, "/v1/echo", std::string(4096, 'x'), auth_);
+  EXPECT_EQ(r.status, 413);
+}
+
+TEST_F(ServerTest, StreamsChunksWrittenFromAnotherThread) {
+  auto r = request(server_->port(), http::verb::post, "/v1/stream", "", auth_);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n");
+  EXPECT_EQ(r.header("Content-Type"), "text/event-stream");
+}
+
+TEST_F(ServerTest, NotReadyIs503WithRetryAfter) {
+  router_->set_ready(false);
+  auto r = request(server_->port(), http::verb::post, "/v1/echo", "{}", auth_);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.header("Retry-After"), "1");
+}
+
+}  // namespace
+}  // namespace deepinfer::server
