@@ -1,0 +1,201 @@
+// Sampler implementation; see sampler.h for the order of operations.
+#include "engine/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine/philox.h"
+
+namespace deepinfer::engine {
+namespace {
+
+constexpr float kGreedyEpsilon = 1e-5f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Top-p first sorts only this many best candidates; it sorts all only when they carry < top_p.
+constexpr size_t kTopPHead = 1024;
+
+Error field_error(const char* field, const std::string& what) {
+  return Error{std::string("sampling parameter '") + field + "' " + what};
+}
+
+}  // namespace
+
+Status validate(const SamplingParams& p, int32_t vocab_size) {
+  if (!(p.temperature >= 0.0f) || !std::isfinite(p.temperature))
+    return field_error("temperature", "must be a finite number >= 0");
+  if (p.top_k < -1) return field_error("top_k", "must be -1, 0 (off) or a positive count");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return field_error("top_p", "must be in (0, 1]");
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return field_error("min_p", "must be in [0, 1]");
+  if (!(p.repetition_penalty > 0.0f) || !std::isfinite(p.repetition_penalty))
+    return field_error("repetition_penalty", "must be a finite number > 0");
+  if (!std::isfinite(p.presence_penalty) || std::fabs(p.presence_penalty) > 2.0f)
+    return field_error("presence_penalty", "must be in [-2, 2]");
+  if (!std::isfinite(p.frequency_penalty) || std::fabs(p.frequency_penalty) > 2.0f)
+    return field_error("frequency_penalty", "must be in [-2, 2]");
+  if (p.max_tokens < 1) return field_error("max_tokens", "must be >= 1");
+  if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)
+    return field_error("min_tokens", "must be in [0, max_tokens]");
+  if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs)
+    return field_error("top_logprobs", "must be in [0, 20]");
+  if (p.top_logprobs > 0 && !p.logprobs)
+    return field_error("top_logprobs", "needs logprobs to be true");
+  for (const auto& [token, bias] : p.logit_bias) {
+    if (token < 0 || token >= vocab_size)
+      return field_error("logit_bias", "names token " + std::to_string(token) +
+                                           " outside the vocabulary of " +
+                                           std::to_string(vocab_size));
+    if (!std::isfinite(bias) || std::fabs(bias) > 100.0f)
+      return field_error("logit_bias", "values must be in [-100, 100]");
+  }
+  for (int32_t token : p.stop_token_ids)
+    if (token < 0 || token >= vocab_size)
+      return field_error("stop_token_ids",
+                         "names token " + std::to_string(token) + " outside the vocabulary");
+  return Status::Ok();
+}
+
+Sampler::Sampler(int32_t vocab_size)
+    : vocab_size_(vocab_size),
+      work_(vocab_size),
+      candidates_(vocab_size),
+      count_stamp_(vocab_size, 0),
+      rep_stamp_(vocab_size, 0),
+      counts_(vocab_size, 0) {}
+
+void Sampler::apply_bias_and_penalties(const SampleContext& ctx) {
+  const SamplingParams& p = ctx.params;
+  for (const auto& [token, bias] : p.logit_bias) work_[token] += bias;
+  const bool repetition = p.repetition_penalty != 1.0f;
+  const bool counted = p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  if (!repetition && !counted) return;
+  if (++epoch_ == 0) {  // stamps wrapped: clear once every 2^32 tokens
+    std::fill(count_stamp_.begin(), count_stamp_.end(), 0);
+    std::fill(rep_stamp_.begin(), rep_stamp_.end(), 0);
+    epoch_ = 1;
+  }
+  auto penalize_repeat = [&](int32_t token) {
+    if (rep_stamp_[token] == epoch_) return;
+    rep_stamp_[token] = epoch_;
+    float& l = work_[token];
+    l = l > 0.0f ? l / p.repetition_penalty : l * p.repetition_penalty;
+  };
+  if (repetition) {
+    for (int32_t t : ctx.prompt) penalize_repeat(t);
+    for (int32_t t : ctx.output) penalize_repeat(t);
+  }
+  if (counted) {
+    for (int32_t t : ctx.output) {
+      if (count_stamp_[t] != epoch_) {
+        count_stamp_[t] = epoch_;
+        counts_[t] = 0;
+      }
+      ++counts_[t];
+    }
+    for (int32_t t : ctx.output) {
+      if (counts_[t] == 0) continue;  // already applied for this token
+      work_[t] -= p.frequency_penalty * static_cast<float>(counts_[t]) + p.presence_penalty;
+      counts_[t] = 0;
+    }
+  }
+}
+
+void Sampler::fill_logprobs(std::span<const float> logits, int32_t token, int32_t num_top,
+                            SampleResult& out) const {
+  float max = kNegInf;
+  for (float l : logits) max = std::max(max, l);
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
+  const double log_z = max + std::log(sum);
+  out.logprob = static_cast<float>(logits[token] - log_z);
+  // Keep the num_top best in a small sorted array (value desc, id asc): no allocation.
+  int32_t n = 0;
+  for (int32_t i = 0; i < vocab_size_ && num_top > 0; ++i) {
+    const float l = logits[i];
+    if (n == num_top && !(l > logits[out.top[n - 1].token])) continue;
+    int32_t pos = n < num_top ? n++ : n - 1;
+    while (pos > 0 && l > logits[out.top[pos - 1].token]) {
+      out.top[pos] = out.top[pos - 1];
+      --pos;
+    }
+    out.top[pos].token = i;
+  }
+  out.num_top = n;
+  for (int32_t k = 0; k < n; ++k)
+    out.top[k].logprob = static_cast<float>(logits[out.top[k].token] - log_z);
+}
+
+SampleResult Sampler::sample(std::span<const float> logits, const SampleContext& ctx) {
+  const SamplingParams& p = ctx.params;
+  SampleResult result;
+  std::copy(logits.begin(), logits.end(), work_.begin());
+  apply_bias_and_penalties(ctx);
+
+  if (p.temperature < kGreedyEpsilon) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < vocab_size_; ++i)
+      if (work_[i] > work_[best]) best = i;
+    result.token = best;
+  } else {
+    const float inv_t = 1.0f / p.temperature;
+    float max = kNegInf;
+    for (int32_t i = 0; i < vocab_size_; ++i) {
+      work_[i] *= inv_t;
+      max = std::max(max, work_[i]);
+    }
+    // min_p: p_i / p_max = exp(l_i - l_max).
+    const float min_logit =
+        p.min_p > 0.0f ? max + std::log(p.min_p) : -std::numeric_limits<float>::max();
+    size_t n = 0;
+    for (int32_t i = 0; i < vocab_size_; ++i)
+      if (work_[i] >= min_logit) candidates_[n++] = i;
+    if (n == 0) candidates_[n++] = 0;  // all -inf (fully biased away): fall back to id 0
+    auto better = [this](int32_t a, int32_t b) {
+      return work_[a] > work_[b] || (work_[a] == work_[b] && a < b);
+    };
+    auto first = candidates_.begin();
+    bool sorted = false;
+    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) {
+      std::nth_element(first, first + p.top_k, first + n, better);
+      n = static_cast<size_t>(p.top_k);
+      std::sort(first, first + n, better);
+      sorted = true;
+    }
+    if (p.top_p < 1.0f) {
+      double total = 0.0;
+      for (size_t k = 0; k < n; ++k) total += std::exp(work_[candidates_[k]] - max);
+      const double target = static_cast<double>(p.top_p) * total;
+      size_t head = n;
+      if (!sorted) {
+        head = std::min(n, kTopPHead);
+        if (head < n) std::nth_element(first, first + head, first + n, better);
+        std::sort(first, first + head, better);
+      }
+      double before = 0.0;
+      size_t keep = 0;
+      while (keep < head && before < target) before += std::exp(work_[candidates_[keep++]] - max);
+      if (before < target && head < n) {  // the head carried too little mass: sort everything
+        std::sort(first, first + n, better);
+        while (keep < n && before < target) before += std::exp(work_[candidates_[keep++]] - max);
+      }
+      n = std::max<size_t>(keep, 1);
+    }
+    double total = 0.0;
+    for (size_t k = 0; k < n; ++k) total += std::exp(work_[candidates_[k]] - max);
+    const double target = philox_uniform(ctx.seed, ctx.output.size()) * total;
+    double cumulative = 0.0;
+    result.token = candidates_[n - 1];
+    for (size_t k = 0; k < n; ++k) {
+      cumulative += std::exp(work_[candidates_[k]] - max);
+      if (cumulative > target) {
+        result.token = candidates_[k];
+        break;
+      }
+    }
+  }
+  if (p.logprobs) fill_logprobs(logits, result.token, p.top_logprobs, result);
+  return result;
+}
+
+}  // namespace deepinfer::engine
