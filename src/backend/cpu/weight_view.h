@@ -36,6 +36,9 @@ struct WeightView {
   int block_out = 0;         // FP8: 128; FP4: 1
   int block_in = 0;          // FP8: 128; FP4: 32
   int64_t scale_stride = 0;  // scale elements between consecutive scale rows
+  // Official numerics: FP8-quantize x per 1×128 before an FP8/FP4 product (the reference's
+  // linear()); false for wo_a, which the reference dequantizes and applies as a bf16 einsum.
+  bool quantize_input = true;
 
   int64_t stride() const { return row_stride ? row_stride : in; }
   // Rows [r0, r0+n) as a view of the same storage (r0 a multiple of block_out for FP8).
