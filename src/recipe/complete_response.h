@@ -76,7 +76,6 @@ class MessagesResponseAccumulator final : public ResponseAccumulator {
 };
 
 std::unique_ptr<ResponseAccumulator> make_response_accumulator(Protocol protocol, std::string id,
-                                                               std::string model,
-                                                               int64_t created);
+                                                               std::string model, int64_t created);
 
 }  // namespace deepinfer::recipe

@@ -25,8 +25,7 @@ std::string string_field(const JsonObject& object, std::string_view key) {
 
 std::string ResponseAccumulator::response_text() const { return json_value_text(response()); }
 
-ChatResponseAccumulator::ChatResponseAccumulator(std::string id, std::string model,
-                                                 int64_t created)
+ChatResponseAccumulator::ChatResponseAccumulator(std::string id, std::string model, int64_t created)
     : id_(std::move(id)), model_(std::move(model)), created_(created) {}
 
 ChatResponseAccumulator::Choice& ChatResponseAccumulator::choice(int64_t index) {
@@ -123,8 +122,7 @@ Json ChatResponseAccumulator::response() const {
 }
 
 std::unique_ptr<ResponseAccumulator> make_response_accumulator(Protocol protocol, std::string id,
-                                                               std::string model,
-                                                               int64_t created) {
+                                                               std::string model, int64_t created) {
   switch (protocol) {
     case Protocol::Responses:
       return std::make_unique<ResponsesResponseAccumulator>(std::move(id), std::move(model),

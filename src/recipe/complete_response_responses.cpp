@@ -52,7 +52,8 @@ JsonObject* ResponsesResponseAccumulator::item(const JsonObject& event) {
     return nullptr;
   }
   Json& entry = (*output)[static_cast<size_t>(index)];
-  if (!entry.is_object() || string_field(entry.get_object(), "id") != string_field(event, "item_id"))
+  if (!entry.is_object() ||
+      string_field(entry.get_object(), "id") != string_field(event, "item_id"))
     return nullptr;
   return &entry.get_object();
 }

@@ -28,8 +28,8 @@ class EventSink {
 };
 
 struct EventOptions {
-  std::string id;     // response id; item, call and tool-use ids derive from it
-  std::string model;  // public model name echoed in every response
+  std::string id;                       // response id; item, call and tool-use ids derive from it
+  std::string model;                    // public model name echoed in every response
   int64_t created = 0;                  // unix seconds (Chat `created`, Responses `created_at`)
   std::optional<int64_t> completed_at;  // Responses `completed_at`; default: the clock at Finish
   bool thinking_mode = true;            // Chat delta shapes, Messages initial thinking block

@@ -6,12 +6,16 @@ namespace deepinfer::recipe {
 
 std::string_view chat_finish_reason(FinishReason reason) {
   switch (reason) {
-    case FinishReason::ToolCalls: return "tool_calls";
-    case FinishReason::Length: return "length";
-    case FinishReason::ContentFilter: return "content_filter";
+    case FinishReason::ToolCalls:
+      return "tool_calls";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::ContentFilter:
+      return "content_filter";
     case FinishReason::Stop:
     case FinishReason::EndOfStream:
-    case FinishReason::StopSequence: break;
+    case FinishReason::StopSequence:
+      break;
   }
   return "stop";
 }

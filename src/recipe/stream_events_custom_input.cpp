@@ -81,14 +81,30 @@ bool decode_json_string_body(std::string_view body, std::string& out) {
     }
     if (++i >= body.size()) return false;
     switch (body[i]) {
-      case '"': decoded.push_back('"'); break;
-      case '\\': decoded.push_back('\\'); break;
-      case '/': decoded.push_back('/'); break;
-      case 'b': decoded.push_back('\b'); break;
-      case 'f': decoded.push_back('\f'); break;
-      case 'n': decoded.push_back('\n'); break;
-      case 'r': decoded.push_back('\r'); break;
-      case 't': decoded.push_back('\t'); break;
+      case '"':
+        decoded.push_back('"');
+        break;
+      case '\\':
+        decoded.push_back('\\');
+        break;
+      case '/':
+        decoded.push_back('/');
+        break;
+      case 'b':
+        decoded.push_back('\b');
+        break;
+      case 'f':
+        decoded.push_back('\f');
+        break;
+      case 'n':
+        decoded.push_back('\n');
+        break;
+      case 'r':
+        decoded.push_back('\r');
+        break;
+      case 't':
+        decoded.push_back('\t');
+        break;
       case 'u': {
         int unit = 0;
         if (!read_hex4(body, i + 1, unit)) return false;

@@ -6,12 +6,17 @@ namespace deepinfer::recipe {
 
 std::string_view messages_stop_reason(FinishReason reason) {
   switch (reason) {
-    case FinishReason::Length: return "max_tokens";
-    case FinishReason::StopSequence: return "stop_sequence";
-    case FinishReason::ToolCalls: return "tool_use";
-    case FinishReason::ContentFilter: return "refusal";
+    case FinishReason::Length:
+      return "max_tokens";
+    case FinishReason::StopSequence:
+      return "stop_sequence";
+    case FinishReason::ToolCalls:
+      return "tool_use";
+    case FinishReason::ContentFilter:
+      return "refusal";
     case FinishReason::Stop:
-    case FinishReason::EndOfStream: break;
+    case FinishReason::EndOfStream:
+      break;
   }
   return "end_turn";
 }

@@ -38,8 +38,11 @@ void ResponsesEventGenerator::end_event() {
 }
 
 void ResponsesEventGenerator::write_index_fields(const Item& item, size_t index) {
-  JsonWriter(buf_).raw("\"item_id\":").str(item.id).raw(",\"output_index\":").num(
-      static_cast<int64_t>(index));
+  JsonWriter(buf_)
+      .raw("\"item_id\":")
+      .str(item.id)
+      .raw(",\"output_index\":")
+      .num(static_cast<int64_t>(index));
 }
 
 void ResponsesEventGenerator::write_part(const Item& item) {
@@ -163,12 +166,12 @@ void ResponsesEventGenerator::close_item(std::string_view status) {
     case ItemKind::Message: {
       const bool reasoning = item.kind == ItemKind::Reasoning;
       begin_event(reasoning ? "response.reasoning_text.done" : "response.output_text.done");
-      buf_ += "\"content_index\":0,";
-      write_index_fields(item, index);
-      if (!reasoning) buf_ += ",\"logprobs\":[]";
-      // Fields in name order: sequence_number comes before text here.
-      JsonWriter(buf_).raw(",\"sequence_number\":").num(sequence_++).raw(",\"text\":");
-      JsonWriter(buf_).str(item.text).raw("}");
+      // Fields in name order: logprobs before output_index, sequence_number before text.
+      JsonWriter w(buf_);
+      w.raw("\"content_index\":0,\"item_id\":").str(item.id);
+      if (!reasoning) w.raw(",\"logprobs\":[]");
+      w.raw(",\"output_index\":").num(static_cast<int64_t>(index));
+      w.raw(",\"sequence_number\":").num(sequence_++).raw(",\"text\":").str(item.text).raw("}");
       sink_.on_event(event_type_, buf_);
       begin_event("response.content_part.done");
       buf_ += "\"content_index\":0,";

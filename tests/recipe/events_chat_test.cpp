@@ -36,7 +36,8 @@ TEST(EventsChat, WorkedExampleStream) {
       chunk(R"({"role":"assistant","content":null,"reasoning_content":""})"),
       chunk(R"({"content":null,"reasoning_content":"Let me check both."})"),
       chunk(R"({"content":"I'll look them up.","reasoning_content":null})"),
-      chunk(R"({"tool_calls":[{"index":0,"id":"call_resp-1_0","type":"function","function":{"name":"get_weather","arguments":""}}]})"),
+      chunk(
+          R"({"tool_calls":[{"index":0,"id":"call_resp-1_0","type":"function","function":{"name":"get_weather","arguments":""}}]})"),
   };
   for (const char* a : {"{\\\"", "city", "\\\": ", "\\\"", "Paris", "\\\"", "}"})
     want.push_back(args_chunk(0, a));
@@ -85,7 +86,8 @@ TEST(EventsChat, WithoutIncludeUsageTheFieldIsOmittedUntilTheFinalChunk) {
       R"({"id":"resp-1","object":"chat.completion.chunk","created":1700000000,)"
       R"("model":"deepseek-flash","system_fingerprint":null,"choices":[{"index":0,"delta":)";
   std::vector<std::string> want = {
-      env + R"({"role":"assistant","content":null,"reasoning_content":""},"logprobs":null,"finish_reason":null}]})",
+      env +
+          R"({"role":"assistant","content":null,"reasoning_content":""},"logprobs":null,"finish_reason":null}]})",
       env + R"({"content":null,"reasoning_content":"r"},"logprobs":null,"finish_reason":null}]})",
       env + R"({"content":"x","reasoning_content":null},"logprobs":null,"finish_reason":null}]})",
       env + R"({"content":"","reasoning_content":null},"logprobs":null,"finish_reason":"stop"}],)"
@@ -109,13 +111,17 @@ TEST(EventsChat, NonThinkingDeltas) {
   const std::string env =
       R"({"id":"resp-1","object":"chat.completion.chunk","created":1700000000,)"
       R"("model":"deepseek-flash","system_fingerprint":"fp","choices":[{"index":0,"delta":)";
-  EXPECT_EQ(sink.events[0].second,
-            env + R"({"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null})");
-  EXPECT_EQ(sink.events[1].second,
-            env + R"({"content":"Hi \"there\"\n"},"logprobs":null,"finish_reason":null}],"usage":null})");
-  EXPECT_EQ(sink.events[2].second.substr(0, env.size() + 60),
-            (env + R"({"content":""},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens")")
-                .substr(0, env.size() + 60));
+  EXPECT_EQ(
+      sink.events[0].second,
+      env +
+          R"({"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null})");
+  EXPECT_EQ(
+      sink.events[1].second,
+      env + R"({"content":"Hi \"there\"\n"},"logprobs":null,"finish_reason":null}],"usage":null})");
+  EXPECT_EQ(
+      sink.events[2].second.substr(0, env.size() + 60),
+      (env + R"({"content":""},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens")")
+          .substr(0, env.size() + 60));
 
   ChatResponseAccumulator acc(options.id, options.model, options.created);
   ChatEventGenerator gen2(options, acc);
@@ -150,9 +156,8 @@ TEST(EventsChat, LengthFinishAndOnlyStartMakeEmptyContent) {
 
 TEST(EventsChat, NoChunksGivesNullContent) {
   ChatResponseAccumulator acc("x", "m", 1);
-  EXPECT_EQ(acc.response_text(),
-            R"({"id":"x","object":"chat.completion","created":1,"model":"m",)"
-            R"("system_fingerprint":null,"choices":[]})");
+  EXPECT_EQ(acc.response_text(), R"({"id":"x","object":"chat.completion","created":1,"model":"m",)"
+                                 R"("system_fingerprint":null,"choices":[]})");
 }
 
 }  // namespace
