@@ -35,8 +35,6 @@ Status validate(const SamplingParams& p, int32_t vocab_size) {
   if (!std::isfinite(p.frequency_penalty) || std::fabs(p.frequency_penalty) > 2.0f)
     return field_error("frequency_penalty", "must be in [-2, 2]");
   if (p.max_tokens < 1) return field_error("max_tokens", "must be >= 1");
-  if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)
-    return field_error("min_tokens", "must be in [0, max_tokens]");
   if (p.top_logprobs < 0 || p.top_logprobs > kMaxTopLogprobs)
     return field_error("top_logprobs", "must be in [0, 20]");
   if (p.top_logprobs > 0 && !p.logprobs)

@@ -24,7 +24,6 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the raw logit (before penalties).
   std::optional<uint64_t> seed;                       // absent: the engine draws one per request.
   int32_t max_tokens = 16;  // generated tokens at most (the stop token counts).
-  int32_t min_tokens = 0;   // stop/EOS tokens are ignored before this many outputs.
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   bool logprobs = false;     // return the sampled token's log-probability (raw model output).

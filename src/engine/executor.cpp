@@ -1,0 +1,80 @@
+// Executor implementation.
+#include "engine/executor.h"
+
+#include <chrono>
+#include <string>
+
+namespace deepinfer::engine {
+
+Executor::Executor(ModelRunner& runner, int32_t num_slots, int32_t num_threads)
+    : runner_(runner), slots_(num_slots), pool_(num_threads) {
+  for (int32_t t = 0; t < pool_.num_threads(); ++t) samplers_.emplace_back(runner.vocab_size());
+}
+
+void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  out.clear();
+  out.step = in.step;
+  for (const RequestSlot& r : in.released) {
+    Slot& s = slots_[r.slot];
+    if (s.live && s.request_id == r.request_id) s.live = false;
+  }
+  for (const NewSequence& seq : in.new_sequences) {
+    Slot& s = slots_[seq.slot];
+    s.live = true;
+    s.request_id = seq.request_id;
+    s.fresh = true;
+    s.params = seq.params;
+    s.seed = seq.seed;
+    s.num_prompt = seq.num_prompt;
+    s.tokens.reserve(static_cast<size_t>(seq.num_prompt) + seq.params.max_tokens + 1);
+    s.tokens.assign(seq.tokens.begin(), seq.tokens.end());
+    s.block_table.assign(seq.block_table.begin(), seq.block_table.end());
+  }
+  batch_.clear();
+  sample_slots_.clear();
+  for (const ScheduledSequence& e : in.scheduled) {
+    Slot& s = slots_[e.slot];
+    if (!s.live || s.request_id != e.request_id) {
+      out.status = Error{"executor: step names request " + std::to_string(e.request_id) +
+                         " that does not hold slot " + std::to_string(e.slot)};
+      return;
+    }
+    s.block_table.insert(s.block_table.end(), in.new_block_ids.begin() + e.new_blocks_begin,
+                         in.new_block_ids.begin() + e.new_blocks_begin + e.new_blocks_count);
+    if (e.start + e.num_new > static_cast<int32_t>(s.tokens.size())) {
+      out.status = Error{"executor: step runs past the known tokens"};
+      return;
+    }
+    RunnerSequence seq;
+    seq.slot = e.slot;
+    seq.start = e.start;
+    seq.tokens = std::span<const int32_t>(s.tokens).subspan(e.start, e.num_new);
+    seq.block_table = s.block_table;
+    seq.fresh = s.fresh;
+    seq.want_logits = e.sample;
+    s.fresh = false;
+    batch_.push_back(seq);
+    if (e.sample) sample_slots_.push_back(e.slot);
+  }
+  const int32_t vocab = runner_.vocab_size();
+  logits_.resize(sample_slots_.size() * static_cast<size_t>(vocab));
+  out.status = runner_.execute(batch_, logits_);
+  if (out.status.ok()) {
+    out.sampled.resize(sample_slots_.size());
+    pool_.parallel_for(static_cast<int32_t>(sample_slots_.size()), [&](int32_t i, int32_t t) {
+      const Slot& s = slots_[sample_slots_[i]];
+      const std::span<const int32_t> all(s.tokens);
+      const SampleContext ctx{s.params, s.seed, all.first(s.num_prompt), all.subspan(s.num_prompt)};
+      out.sampled[i].request_id = s.request_id;
+      out.sampled[i].result = samplers_[t].sample(
+          std::span<const float>(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx);
+    });
+    for (size_t i = 0; i < sample_slots_.size(); ++i)
+      slots_[sample_slots_[i]].tokens.push_back(out.sampled[i].result.token);
+  }
+  out.execute_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace deepinfer::engine
