@@ -1,10 +1,12 @@
 #include "backend/cpu/quant_linear.h"
 
+#include <cblas.h>
 #include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "backend/cpu/fp4.h"
@@ -15,7 +17,9 @@
 namespace deepinfer::cpu {
 namespace {
 
-constexpr int kActBlock = 128;  // FP8 activation quantization block along K
+constexpr int kActBlock = 128;        // FP8 activation quantization block along K
+constexpr int64_t kGemmMinRows = 12;  // from here on: dequantized row blocks + sgemm
+constexpr int64_t kGemmBlock = 64;    // weight rows dequantized per sgemm call
 
 float scale_at(const WeightView& w, int64_t srow, int64_t scol) {
   const int64_t i = srow * w.scale_stride + scol;
@@ -85,7 +89,7 @@ inline float blocked_dot(const float* x, const float* w, int64_t n, int64_t kb) 
 }
 
 struct Scratch {
-  std::vector<float> xq, wrow;
+  std::vector<float> xq, wrow, yblk;
 };
 
 Scratch& scratch() {
@@ -114,6 +118,34 @@ void quant_linear_range(const float* x, int64_t n_rows, const WeightView& w, flo
     std::memcpy(s.xq.data(), x, sizeof(float) * static_cast<size_t>(n_rows * in));
     for (int64_t r = 0; r < n_rows; ++r) fp8_act_quant_inplace(s.xq.data() + r * in, in, kActBlock);
     xs = s.xq.data();
+  }
+  if (n_rows >= kGemmMinRows) {
+    // Prefill: blocks of weight rows dequantized to fp32, one sgemm each. The products are the
+    // same as the K-blocked sums below; only the fp32 summation order differs.
+    static std::once_flag blas_once;
+    std::call_once(blas_once, [] { openblas_set_num_threads(1); });
+    s.wrow.resize(static_cast<size_t>(kGemmBlock * in));
+    s.yblk.resize(static_cast<size_t>(kGemmBlock * n_rows));
+    for (int64_t b0 = o0; b0 < o1; b0 += kGemmBlock) {
+      const int64_t rows = std::min(kGemmBlock, o1 - b0);
+      for (int64_t o = 0; o < rows; ++o) {
+        if (fp4) {
+          fp4_row(w, b0 + o, s.wrow.data() + o * in);
+        } else {
+          fp8_row(w, b0 + o, s.wrow.data() + o * in, false);
+        }
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_rows),
+                  static_cast<int>(rows), static_cast<int>(in), 1.0f, xs, static_cast<int>(in),
+                  s.wrow.data(), static_cast<int>(in), 0.0f, s.yblk.data(), static_cast<int>(rows));
+      for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t o = 0; o < rows; ++o) {
+          const float v = s.yblk[static_cast<size_t>(r * rows + o)];
+          y[r * w.out + b0 + o] = official ? round_bf16(v) : v;
+        }
+      }
+    }
+    return;
   }
   s.wrow.resize(static_cast<size_t>(in));
   float* wrow = s.wrow.data();

@@ -2,7 +2,9 @@
 // time (never a full fp32 copy): FP8 e4m3 with 128×128 block scales (UE8M0 or F32) and FP4 e2m1
 // with per-32 UE8M0 scales. With official activations (DeepSeek's fp8_gemm / fp4_gemm) x is first
 // FP8-quantized per 1×128 (UE8M0), K is summed in blocks (128 for FP8, 32 for FP4) whose partials
-// are added in K order in fp32, and the output is rounded to bf16.
+// are added in K order in fp32, and the output is rounded to bf16. From 12 rows on (prefill),
+// blocks of 64 weight rows are dequantized and multiplied with OpenBLAS sgemm: the same products,
+// summed in another fp32 order.
 #pragma once
 
 #include <cstdint>

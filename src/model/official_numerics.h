@@ -1,0 +1,30 @@
+// DeepSeek's official V4-Flash numerics (inference code of revision 60d8d707) as the model's
+// NumericsHooks: bf16 activations, FP8 KV QAT of the no-RoPE dims per 64, Hadamard + FP4 QAT of
+// the indexer q/k, bf16 index scores, the bf16-op q head norm and bf16 attention probabilities;
+// plus the FP8/FP4 kernels that quantize GEMM inputs to FP8 per 1×128 and round outputs to bf16.
+#pragma once
+
+#include <cstdint>
+
+#include "model/numerics.h"
+
+namespace deepinfer::model {
+
+// The official hook table (every entry set).
+NumericsHooks official_numerics_hooks();
+
+// set_official_hooks(official_numerics_hooks()) and the FP8/FP4 linear kernels with official
+// activation quantization. Idempotent; the loader calls it before checking a quantized checkpoint.
+void install_official_numerics();
+
+// The individual hooks, exposed for tests.
+namespace official {
+void activation(float* x, int64_t n);
+void kv_rows(float* kv, int64_t rows, int head_dim, int rope_dim);
+void indexer_rows(float* x, int64_t rows, int index_head_dim);
+void index_scores(float* s, int64_t n);
+void q_head_norm(float* q, int n_heads, int head_dim, float eps);
+void attn_probs(float* p, int64_t n);
+}  // namespace official
+
+}  // namespace deepinfer::model
