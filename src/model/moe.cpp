@@ -1,0 +1,116 @@
+// MoE sublayer of a V4 block (spec §6.8): sqrtsoftplus router (hash-routed by token id, or top-k
+// of score + bias), normalised weights × routed scale, clamped SwiGLU experts, shared expert.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "backend/cpu/simd.h"
+#include "model/forward.h"
+
+namespace deepinfer::model {
+namespace {
+
+enum : size_t {
+  kLogits = kWsMoe, kRows, kOutE, kOutS, kAcc, kShared = kWsMoe + 6, kRouted = kWsMoe + 8,
+  kIdx = kWsMoe, kTok, kOrder,
+};
+
+float score_of(const std::string& fn, float z) {
+  if (fn == "sigmoid") return 1.0f / (1.0f + std::exp(-z));
+  const float sp = z > 20.0f ? z : std::log1p(std::exp(z));
+  return std::sqrt(sp);
+}
+
+// y[m, d] = w2 · (silu(min(w1·x, L)) ⊙ clamp(w3·x, −L, L)) for m rows of x.
+void expert(const ChunkContext& ctx, const ExpertWeights& e, const float* x, int64_t m, float* y,
+            size_t slot) {
+  const int64_t inter = e.w1.out;
+  float* h1 = ctx.ws.get(slot, static_cast<size_t>(m * inter));
+  float* h3 = ctx.ws.get(slot + 1, static_cast<size_t>(m * inter));
+  cpu::linear(x, m, e.w1, h1, ctx.pool);
+  cpu::linear(x, m, e.w3, h3, ctx.pool);
+  const float L = static_cast<float>(ctx.config.swiglu_limit);
+  const bool clamp = L > 0;
+  for (int64_t i = 0; i < m * inter; ++i) {
+    float g = h1[i], u = h3[i];
+    if (clamp) {
+      g = std::min(g, L);
+      u = std::clamp(u, -L, L);
+    }
+    h1[i] = g / (1.0f + std::exp(-g)) * u;
+  }
+  round_activation(ctx.hooks, h1, m * inter);
+  cpu::linear(h1, m, e.w2, y, ctx.pool);
+}
+
+}  // namespace
+
+void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, const float* x, float* y) {
+  const ModelConfig& c = ctx.config;
+  const int64_t n = ctx.n, d = c.hidden_size;
+  const int E = c.n_routed_experts, K = c.experts_per_token;
+  float* logits = ctx.ws.get(kLogits, static_cast<size_t>(n * E));
+  cpu::linear(x, n, w.gate, logits, ctx.pool);
+  int32_t* idx = ctx.ws.get_i32(kIdx, static_cast<size_t>(n * K));
+  float* wts = ctx.ws.get(kRows, static_cast<size_t>(n * K));
+  int32_t* order_buf = ctx.ws.get_i32(kOrder, static_cast<size_t>(E));
+  for (int64_t t = 0; t < n; ++t) {
+    float* z = logits + t * E;
+    if (c.scoring_func == "softmax") {
+      const float m = *std::max_element(z, z + E);
+      float s = 0;
+      for (int e = 0; e < E; ++e) s += (z[e] = std::exp(z[e] - m));
+      for (int e = 0; e < E; ++e) z[e] /= s;
+    } else {
+      for (int e = 0; e < E; ++e) z[e] = score_of(c.scoring_func, z[e]);
+    }
+    int32_t* it = idx + t * K;
+    if (hash) {
+      const int32_t tok = ctx.ids[t];
+      std::copy_n(w.tid2eid.data() + int64_t{tok} * K, K, it);
+    } else {
+      int32_t* order = order_buf;
+      std::iota(order, order + E, 0);
+      std::partial_sort(order, order + K, order + E, [&](int32_t a, int32_t b) {
+        const float sa = z[a] + w.gate_bias[static_cast<size_t>(a)];
+        const float sb = z[b] + w.gate_bias[static_cast<size_t>(b)];
+        return sa > sb || (sa == sb && a < b);
+      });
+      std::copy_n(order, K, it);
+    }
+    float sum = 0;
+    for (int k = 0; k < K; ++k) sum += z[it[k]];
+    const float scale = static_cast<float>(c.routed_scaling) / (sum + 1e-20f);
+    for (int k = 0; k < K; ++k) wts[t * K + k] = z[it[k]] * scale;
+  }
+
+  // Shared expert over all rows, then each routed expert over the rows routed to it.
+  expert(ctx, w.shared, x, n, y, kShared);
+  float* rows = ctx.ws.get(kOutE, static_cast<size_t>(n * d));
+  float* out = ctx.ws.get(kOutS, static_cast<size_t>(n * d));
+  int32_t* tok = ctx.ws.get_i32(kTok, static_cast<size_t>(n));
+  float* acc = ctx.ws.get(kAcc, static_cast<size_t>(n * d));
+  std::fill(acc, acc + n * d, 0.0f);
+  for (int e = 0; e < E; ++e) {
+    int64_t m = 0;
+    for (int64_t t = 0; t < n; ++t) {
+      for (int k = 0; k < K; ++k) {
+        if (idx[t * K + k] == e) {
+          tok[m] = static_cast<int32_t>(t * K + k);
+          std::copy_n(x + t * d, d, rows + m * d);
+          ++m;
+        }
+      }
+    }
+    if (m == 0) continue;
+    expert(ctx, w.experts[static_cast<size_t>(e)], rows, m, out, kRouted);
+    for (int64_t r = 0; r < m; ++r) {
+      const int64_t t = tok[r] / K;
+      cpu::axpy(wts[tok[r]], out + r * d, acc + t * d, d);
+    }
+  }
+  for (int64_t i = 0; i < n * d; ++i) y[i] += acc[i];
+  round_activation(ctx.hooks, y, n * d);
+}
+
+}  // namespace deepinfer::model
