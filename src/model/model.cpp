@@ -4,6 +4,7 @@
 
 #include "model/compressor.h"
 #include "model/forward.h"
+#include "model/official_numerics.h"
 
 namespace deepinfer::model {
 
@@ -21,6 +22,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelOp
   std::unique_ptr<Model> m(new Model);
   m->config_ = std::move(config.value());
   m->checkpoint_ = std::move(ckpt.value());
+  // A quantized checkpoint runs DeepSeek's official numerics (and needs the FP8/FP4 kernels).
+  if (m->config_.numerics == Numerics::Official) install_official_numerics();
   auto weights = load_weights(m->config_, m->checkpoint_);
   if (!weights) return weights.error();
   m->weights_ = std::move(weights.value());

@@ -240,6 +240,7 @@ void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio
   b->kv_norm = L.floats(a + "kv_norm.weight", {D});
   b->wo_a = L.matrix(a + "wo_a.weight", int64_t{c.o_groups} * c.o_lora_rank,
                      int64_t{H} * D / c.o_groups);
+  b->wo_a.quantize_input = false;  // the reference applies wo_a as a bf16 einsum
   b->wo_b = L.matrix(a + "wo_b.weight", d, int64_t{c.o_groups} * c.o_lora_rank);
   if (ratio > 0) {
     const bool csa = ratio == 4;
