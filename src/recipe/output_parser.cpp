@@ -1,0 +1,84 @@
+// StreamProcessor (api spec §6): Start/Finish, usage and finish-reason resolution around the
+// stage machine (output_stage_machine.h) and the segment applier (output_segments.h).
+#include "recipe/output_parser.h"
+
+namespace deepinfer::recipe {
+
+StreamProcessor::StreamProcessor(const ParsingOptions& options) : machine_(options) {}
+
+bool StreamProcessor::process(const InferenceChunk& chunk, OutputSink& sink) {
+  if (done_) return false;
+  switch (chunk.kind) {
+    case InferenceChunk::Kind::Ready:
+      if (!started_) {
+        system_fingerprint_ = chunk.system_fingerprint;
+        usage_.prompt_tokens = chunk.prompt_tokens;
+        usage_.prompt_cache_hit_tokens = chunk.prompt_cache_hit_tokens;
+        start(sink);
+      }
+      return true;
+    case InferenceChunk::Kind::Text:
+      if (!started_) start(sink);
+      usage_.completion_tokens += chunk.content_tokens;
+      applier_.begin(sink, chunk.content);
+      machine_.feed(chunk.content, applier_);
+      applier_.end();
+      if (applier_.stop_sequence_matched()) {
+        finish(sink, std::nullopt);
+        return false;
+      }
+      return true;
+    case InferenceChunk::Kind::Finish:
+      finish(sink, chunk.finish);
+      return false;
+  }
+  return true;
+}
+
+void StreamProcessor::end_of_stream(OutputSink& sink) {
+  if (!done_) finish(sink, std::nullopt);
+}
+
+void StreamProcessor::start(OutputSink& sink) {
+  started_ = true;
+  OutputChunk chunk;
+  chunk.kind = OutputChunk::Kind::Start;
+  chunk.system_fingerprint = &system_fingerprint_;
+  chunk.usage = usage_;
+  sink.on_output(chunk);
+}
+
+void StreamProcessor::finish(OutputSink& sink, std::optional<BackendFinish> backend) {
+  done_ = true;
+  if (!started_) start(sink);
+  applier_.begin_final(sink);
+  machine_.finish(applier_);
+  applier_.end();
+
+  OutputChunk chunk;
+  chunk.kind = OutputChunk::Kind::Finish;
+  chunk.system_fingerprint = &system_fingerprint_;
+  chunk.usage = usage_;
+  if (applier_.stop_sequence_matched()) {
+    chunk.finish_reason = FinishReason::StopSequence;
+    chunk.stop_sequence = applier_.stop_sequence();
+  } else if (!backend) {
+    chunk.finish_reason = FinishReason::EndOfStream;
+  } else {
+    switch (*backend) {
+      case BackendFinish::Stop:
+        chunk.finish_reason =
+            applier_.has_tool_calls() ? FinishReason::ToolCalls : FinishReason::Stop;
+        break;
+      case BackendFinish::Length:
+        chunk.finish_reason = FinishReason::Length;
+        break;
+      case BackendFinish::ContentFilter:
+        chunk.finish_reason = FinishReason::ContentFilter;
+        break;
+    }
+  }
+  sink.on_output(chunk);
+}
+
+}  // namespace deepinfer::recipe

@@ -1,0 +1,123 @@
+// The byte-level stage machine of the output parser (encoding spec §4.3, §4.4): classifies every
+// output byte and reports (action, length) segments, holding back bytes that may still begin a
+// marker. Identical segment totals for every chunking; no allocation after construction.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recipe/conversation.h"
+
+namespace deepinfer::recipe {
+
+// Every distinct action of §4.3; equality of two actions is equality of these values (each
+// ArgLabel id and each ArgsEnd output is its own value).
+enum class OutputAction : uint8_t {
+  Raw,
+  ToSpace,
+  Skip,
+  SkipExtraEndOfThinking,    // SkipInvalid ExtraEndOfThinking
+  SkipContentAfterFinished,  // SkipInvalid ContentAfterFinished
+  StopSequence,
+  Reasoning,
+  ToolCallBegin,
+  ToolName,
+  ToolNameEnd,
+  ArgLabelOpen,        // id 0: `{"`
+  ArgLabelNext,        // id 1: `, "`
+  ArgLabelColon,       // id 2: `": `
+  ArgLabelQuoteOpen,   // id 3: `"`
+  ArgLabelQuoteClose,  // id 4: `"`
+  RawArgsString,       // RawArgs{string=true}: JSON-escaped
+  RawArgsVerbatim,     // RawArgs{string=false}
+  ArgsEndEmpty,        // ArgsEnd `{}`
+  ArgsEndClose,        // ArgsEnd `}`
+  LabelBrace,          // JSON mode Label `{`
+  LabelBracket,        // JSON mode Label `[`
+};
+
+// The fixed text an action stands for (ArgLabel, ArgsEnd, Label); empty for the others.
+std::string_view output_action_label(OutputAction action);
+
+enum class OutputStage : uint8_t {
+  CommonLeading,
+  Common,
+  Json,
+  MatchedJson,
+  ReasoningLeading,
+  Reasoning,
+  ToolCalls,
+  ToolName,
+  ToolArgumentsLeading,
+  ToolArguments,
+  ToolParamName,
+  ToolParamType,
+  ToolParamValueString,
+  ToolParamValue,
+  Finished,
+};
+inline constexpr size_t kOutputStageCount = 15;
+
+// Receives the segments of one feed()/finish(), in byte order; lengths are > 0.
+class SegmentSink {
+ public:
+  virtual ~SegmentSink() = default;
+  virtual void on_segment(OutputAction action, size_t length) = 0;
+};
+
+class OutputStageMachine {
+ public:
+  explicit OutputStageMachine(const ParsingOptions& options);
+
+  // Classifies `bytes`; bytes that may begin a marker stay held for the next feed.
+  void feed(std::string_view bytes, SegmentSink& sink);
+  // The source ended: held bytes get the current stage's unmatched action.
+  void finish(SegmentSink& sink);
+
+  OutputStage stage() const { return stage_; }
+
+ private:
+  enum class PatternKind : uint8_t { String, NewlinesAnd, LeadingNewline };
+  struct Pattern {
+    PatternKind kind = PatternKind::String;
+    std::string text;
+    std::vector<uint32_t> failure;  // KMP failure function of text
+  };
+  struct Branch {
+    uint32_t pattern = 0;  // index into patterns_
+    OutputStage next = OutputStage::Finished;
+    OutputAction action = OutputAction::Skip;
+  };
+  struct StageTable {
+    std::vector<Branch> branches;  // priority order
+    OutputAction unmatched = OutputAction::Skip;
+    std::array<bool, 256> starts{};  // bytes that can leave an idle matcher set non-idle
+  };
+  struct MatchState {
+    uint32_t len = 0;       // KMP prefix length
+    uint32_t newlines = 0;  // NewlinesAnd: LFs counted before the label
+  };
+
+  uint32_t add_pattern(PatternKind kind, std::string_view text);
+  void build_stage(OutputStage stage, const ParsingOptions& options);
+  void enter(OutputStage stage);
+  // Feeds one byte to the branches; true when a branch matched (segments emitted, stage changed).
+  bool step(uint8_t byte, SegmentSink& sink);
+  uint32_t hold() const;
+
+  std::vector<Pattern> patterns_;
+  std::array<StageTable, kOutputStageCount> stages_;
+  std::vector<MatchState> match_;  // one per branch of the current stage
+
+  OutputStage stage_ = OutputStage::CommonLeading;
+  const StageTable* table_ = nullptr;
+  size_t stashed_ = 0;  // bytes fed in this stage and not yet reported
+  bool fresh_ = true;   // no byte fed since entering the stage (LeadingNewline)
+  bool idle_ = true;    // every matcher is in its initial state
+};
+
+}  // namespace deepinfer::recipe
