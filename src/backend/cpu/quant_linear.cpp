@@ -27,17 +27,21 @@ float scale_at(const WeightView& w, int64_t srow, int64_t scol) {
   return ue8m0_to_float(static_cast<const uint8_t*>(w.scale)[i]);
 }
 
-// 8 e4m3 codes → fp32 via the exponent shift: the code's 7 low bits placed at fp32 bits 20..26
-// are the value times 2^-120 (normals and subnormals alike); NaN codes read as ±480 here.
+// 8 e4m3 codes → fp32 via the exponent shift: the sign-extended code shifted to bits 20..27, with
+// bits 27..30 masked off, is the value times 2^-120 (normals and subnormals alike; NaN codes read
+// as ±480 here). `mul` is 2^120 · scale (e4m3_mul) so one multiply finishes the decode.
 inline __m256 e4m3x8(const uint8_t* p, __m256 mul) {
   int64_t raw;
   std::memcpy(&raw, p, 8);
-  const __m256i c = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(raw));
-  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x80)), 24);
-  const __m256i mag = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x7f)), 20);
-  const __m256 v = _mm256_castsi256_ps(_mm256_or_si256(sign, mag));
-  return _mm256_mul_ps(_mm256_mul_ps(v, _mm256_set1_ps(0x1p120f)), mul);
+  const __m256i c = _mm256_slli_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(raw)), 20);
+  const __m256i bits = _mm256_and_si256(c, _mm256_set1_epi32(static_cast<int>(0x87f00000u)));
+  return _mm256_mul_ps(_mm256_castsi256_ps(bits), mul);
 }
+
+// The multiplier for e4m3x8: 2^120 · s, finite for scales up to 2^7 (block scales of real
+// weights are far below 1; larger ones take the scalar path).
+inline __m256 e4m3_mul(float s) { return _mm256_set1_ps(s * 0x1p120f); }
+inline bool e4m3_fast_scale(float s) { return s <= 0x1p7f; }
 
 // Row r of an FP8 view, scales applied, into dst[in]. exact_nan: decode NaN codes as NaN.
 void fp8_row(const WeightView& w, int64_t r, float* dst, bool exact_nan) {
@@ -47,8 +51,8 @@ void fp8_row(const WeightView& w, int64_t r, float* dst, bool exact_nan) {
     const int64_t k1 = std::min<int64_t>(w.in, k0 + w.block_in);
     const float s = scale_at(w, srow, j);
     int64_t k = k0;
-    if (!exact_nan) {
-      const __m256 mul = _mm256_set1_ps(s);
+    if (!exact_nan && e4m3_fast_scale(s)) {
+      const __m256 mul = e4m3_mul(s);
       for (; k + 8 <= k1; k += 8) _mm256_storeu_ps(dst + k, e4m3x8(q + k, mul));
     }
     for (; k < k1; ++k) dst[k] = fp8_e4m3_to_float(q[k]) * s;
@@ -86,6 +90,87 @@ inline float blocked_dot(const float* x, const float* w, int64_t n, int64_t kb) 
   float total = 0.0f;
   for (int64_t k0 = 0; k0 < n; k0 += kb) total += dot(x + k0, w + k0, std::min(kb, n - k0));
   return total;
+}
+
+inline float hsum8(__m256 v) {
+  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+// 8 FP4 values of a packed row starting at an even element k (4 bytes), times mul.
+inline __m256 e2m1x8(const uint8_t* row, int64_t k, __m256 table, __m256i shifts, __m256 mul) {
+  uint32_t four;
+  std::memcpy(&four, row + k / 2, 4);
+  const __m256i nib = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(four)), shifts), _mm256_set1_epi32(15));
+  const __m256 mag = _mm256_permutevar8x32_ps(table, nib);
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(8)), 28);
+  return _mm256_mul_ps(_mm256_or_ps(mag, _mm256_castsi256_ps(sign)), mul);
+}
+
+// Decode (few rows): out[r·ldo] = x[r] · W[o] for R rows, decoding W[o] on the fly into
+// registers. Needs in and the scale block a multiple of 16. Scales are folded into the weights
+// (powers of two for UE8M0, so every product equals the reference's block-scaled one).
+template <int R, bool Fp4>
+void gemv_fused(const float* x, int64_t in, const WeightView& w, int64_t o, float* out,
+                int64_t ldo) {
+  __m256 a0[R], a1[R];
+  for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm256_setzero_ps();
+  const __m256 table = _mm256_loadu_ps(kFp4E2m1Values);
+  const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const uint8_t* q =
+      static_cast<const uint8_t*>(w.data) + (Fp4 ? o * w.stride() / 2 : o * w.stride());
+  const int64_t blk = Fp4 ? 32 : w.block_in;
+  for (int64_t k0 = 0, j = 0; k0 < in; k0 += blk, ++j) {
+    const float sc = Fp4 ? scale_at(w, o, j) : scale_at(w, o / w.block_out, j);
+    const __m256 mul = Fp4 ? _mm256_set1_ps(sc) : e4m3_mul(sc);
+    const int64_t k1 = std::min(in, k0 + blk);
+    if (!Fp4 && !e4m3_fast_scale(sc)) {
+      for (int r = 0; r < R; ++r) {
+        float part = 0.0f;
+        for (int64_t k = k0; k < k1; ++k) part += x[r * in + k] * (fp8_e4m3_to_float(q[k]) * sc);
+        a0[r] = _mm256_add_ps(a0[r], _mm256_setr_ps(part, 0, 0, 0, 0, 0, 0, 0));
+      }
+      continue;
+    }
+    for (int64_t k = k0; k < k1; k += 16) {
+      const __m256 w0 = Fp4 ? e2m1x8(q, k, table, shifts, mul) : e4m3x8(q + k, mul);
+      const __m256 w1 = Fp4 ? e2m1x8(q, k + 8, table, shifts, mul) : e4m3x8(q + k + 8, mul);
+      for (int r = 0; r < R; ++r) {
+        a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k), w0, a0[r]);
+        a1[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * in + k + 8), w1, a1[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r * ldo] = hsum8(_mm256_add_ps(a0[r], a1[r]));
+}
+
+template <bool Fp4>
+void gemv_fused_rows(const float* x, int64_t n_rows, const WeightView& w, float* y, int64_t o0,
+                     int64_t o1, bool bf16_out) {
+  const int64_t in = w.in, out = w.out;
+  for (int64_t o = o0; o < o1; ++o) {
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4) gemv_fused<4, Fp4>(x + r * in, in, w, o, y + r * out + o, out);
+    switch (n_rows - r) {
+      case 3:
+        gemv_fused<3, Fp4>(x + r * in, in, w, o, y + r * out + o, out);
+        break;
+      case 2:
+        gemv_fused<2, Fp4>(x + r * in, in, w, o, y + r * out + o, out);
+        break;
+      case 1:
+        gemv_fused<1, Fp4>(x + r * in, in, w, o, y + r * out + o, out);
+        break;
+      default:
+        break;
+    }
+    if (bf16_out) {
+      for (int64_t i = 0; i < n_rows; ++i) y[i * out + o] = round_bf16(y[i * out + o]);
+    }
+  }
 }
 
 struct Scratch {
@@ -144,6 +229,15 @@ void quant_linear_range(const float* x, int64_t n_rows, const WeightView& w, flo
           y[r * w.out + b0 + o] = official ? round_bf16(v) : v;
         }
       }
+    }
+    return;
+  }
+  const int64_t blk = fp4 ? 32 : w.block_in;
+  if (in % 16 == 0 && blk % 16 == 0) {
+    if (fp4) {
+      gemv_fused_rows<true>(xs, n_rows, w, y, o0, o1, official);
+    } else {
+      gemv_fused_rows<false>(xs, n_rows, w, y, o0, o1, official);
     }
     return;
   }
