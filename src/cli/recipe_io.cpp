@@ -4,18 +4,9 @@
 
 #include "cli/command.h"
 #include "common/io.h"
+#include "recipe/convert.h"
 
 namespace deepinfer::cli {
-namespace {
-
-std::optional<recipe::Protocol> protocol_named(std::string_view name) {
-  if (name == "chat_completions") return recipe::Protocol::ChatCompletions;
-  if (name == "responses") return recipe::Protocol::Responses;
-  if (name == "messages") return recipe::Protocol::Messages;
-  return std::nullopt;
-}
-
-}  // namespace
 
 RecipeError invalid_request(std::string message) {
   return RecipeError{"invalid_request_error", std::move(message)};
@@ -32,7 +23,7 @@ Result<RecipeEnvelope, RecipeError> parse_recipe_envelope(std::string_view text)
   const auto* protocol = body.if_contains("protocol");
   if (protocol == nullptr) return invalid_request("missing field `protocol`");
   if (!protocol->is_string()) return invalid_request("field `protocol` must be a string");
-  const auto protocol_value = protocol_named(protocol->as_string());
+  const auto protocol_value = recipe::protocol_from_name(protocol->as_string());
   if (!protocol_value) {
     return invalid_request("unknown protocol `" + std::string(protocol->as_string()) +
                            "` (expected chat_completions, responses or messages)");
@@ -51,7 +42,6 @@ Result<RecipeEnvelope, RecipeError> parse_recipe_envelope(std::string_view text)
 
   const auto* request = body.if_contains("request");
   if (request == nullptr) return invalid_request("missing field `request`");
-  if (!request->is_object()) return invalid_request("field `request` must be a JSON object");
   envelope.request = *request;
   return envelope;
 }
@@ -65,6 +55,12 @@ RecipeError to_recipe_error(const recipe::ConversionError& error) {
                          ? "internal_error"
                          : "invalid_request_error",
                      error.detail};
+}
+
+Result<recipe::ConversationRequest, RecipeError> convert_envelope(const RecipeEnvelope& envelope) {
+  auto converted = recipe::convert_request(envelope.protocol, envelope.request);
+  if (!converted.ok()) return to_recipe_error(converted.error());
+  return std::move(converted).value();
 }
 
 Json recipe_error_json(const RecipeError& error) {

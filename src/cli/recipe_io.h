@@ -31,8 +31,9 @@ struct RecipeEnvelope {
 };
 
 // Parses the envelope: one JSON object with "protocol" ("chat_completions" | "responses" |
-// "messages"), optional "encoding" ("v4" | "v41", default "v41") and "request" (an object).
-// Malformed JSON, a missing or ill-typed field or an unknown name is an invalid_request_error.
+// "messages"), optional "encoding" ("v4" | "v41", default "v41") and "request" (the body; its
+// shape is checked by the conversion). Malformed JSON, a missing or ill-typed field or an unknown
+// name is an invalid_request_error.
 Result<RecipeEnvelope, RecipeError> parse_recipe_envelope(std::string_view text);
 
 // Reads all of `in` and parses it as above.
@@ -40,6 +41,9 @@ Result<RecipeEnvelope, RecipeError> read_recipe_envelope(std::istream& in);
 
 // ConversionError → RecipeError (BadRequest → invalid_request_error, Internal → internal_error).
 RecipeError to_recipe_error(const recipe::ConversionError& error);
+
+// recipe::convert_request on the envelope's request with default options.
+Result<recipe::ConversationRequest, RecipeError> convert_envelope(const RecipeEnvelope& envelope);
 
 // {"error":{"type":...,"message":...}}
 Json recipe_error_json(const RecipeError& error);
