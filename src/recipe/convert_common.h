@@ -114,6 +114,10 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 Message make_message(Role role, std::string content, std::vector<ImageSource> images = {},
                      std::string tool_call_id = {});
 
+// The Responses `apply_patch` custom tool as a function tool (convert_apply_patch.cpp).
+extern const char* const kApplyPatchDescription;
+extern const char* const kApplyPatchParameters;  // JSON text, key order as in the reference
+
 // The three adapters (convert_chat.cpp, convert_responses.cpp, convert_messages.cpp).
 Conv<ConversationRequest> convert_chat(const JsonObject& body, const ConversionOptions& options);
 Conv<ConversationRequest> convert_responses(const JsonObject& body,
