@@ -11,8 +11,17 @@ namespace deepinfer::model {
 namespace {
 
 enum : size_t {
-  kLogits = kWsMoe, kRows, kOutE, kOutS, kAcc, kShared = kWsMoe + 6, kRouted = kWsMoe + 8,
-  kIdx = kWsMoe, kTok, kOrder,
+  kLogits = kWsMoe,
+  kRows,
+  kOutE,
+  kOutS,
+  kAcc,
+  kRowW,
+  kShared = kWsMoe + 6,
+  kRouted = kWsMoe + 8,
+  kIdx = kWsMoe,
+  kTok,
+  kOrder,
 };
 
 float score_of(const std::string& fn, float z) {
@@ -21,9 +30,11 @@ float score_of(const std::string& fn, float z) {
   return std::sqrt(sp);
 }
 
-// y[m, d] = w2 · (silu(min(w1·x, L)) ⊙ clamp(w3·x, −L, L)) for m rows of x.
+// y[m, d] = w2 · (silu(min(w1·x, L)) ⊙ clamp(w3·x, −L, L)) for m rows of x. With row_w, row r's
+// SwiGLU product is scaled by row_w[r] before w2 (the official order: its bf16 rounding and FP8
+// quantization see the weighted product).
 void expert(const ChunkContext& ctx, const ExpertWeights& e, const float* x, int64_t m, float* y,
-            size_t slot) {
+            size_t slot, const float* row_w = nullptr) {
   const int64_t inter = e.w1.out;
   float* h1 = ctx.ws.get(slot, static_cast<size_t>(m * inter));
   float* h3 = ctx.ws.get(slot + 1, static_cast<size_t>(m * inter));
@@ -38,6 +49,7 @@ void expert(const ChunkContext& ctx, const ExpertWeights& e, const float* x, int
       u = std::clamp(u, -L, L);
     }
     h1[i] = g / (1.0f + std::exp(-g)) * u;
+    if (row_w) h1[i] *= row_w[i / inter];
   }
   round_activation(ctx.hooks, h1, m * inter);
   cpu::linear(h1, m, e.w2, y, ctx.pool);
@@ -45,7 +57,8 @@ void expert(const ChunkContext& ctx, const ExpertWeights& e, const float* x, int
 
 }  // namespace
 
-void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, const float* x, float* y) {
+void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, const float* x,
+                  float* y) {
   const ModelConfig& c = ctx.config;
   const int64_t n = ctx.n, d = c.hidden_size;
   const int E = c.n_routed_experts, K = c.experts_per_token;
@@ -90,6 +103,8 @@ void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, con
   float* out = ctx.ws.get(kOutS, static_cast<size_t>(n * d));
   int32_t* tok = ctx.ws.get_i32(kTok, static_cast<size_t>(n));
   float* acc = ctx.ws.get(kAcc, static_cast<size_t>(n * d));
+  const bool official = c.numerics == Numerics::Official;
+  float* row_w = ctx.ws.get(kRowW, static_cast<size_t>(n * K));
   std::fill(acc, acc + n * d, 0.0f);
   for (int e = 0; e < E; ++e) {
     int64_t m = 0;
@@ -103,10 +118,14 @@ void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, con
       }
     }
     if (m == 0) continue;
-    expert(ctx, w.experts[static_cast<size_t>(e)], rows, m, out, kRouted);
+    if (official) {
+      for (int64_t r = 0; r < m; ++r) row_w[r] = wts[tok[r]];
+    }
+    expert(ctx, w.experts[static_cast<size_t>(e)], rows, m, out, kRouted,
+           official ? row_w : nullptr);
     for (int64_t r = 0; r < m; ++r) {
       const int64_t t = tok[r] / K;
-      cpu::axpy(wts[tok[r]], out + r * d, acc + t * d, d);
+      cpu::axpy(official ? 1.0f : wts[tok[r]], out + r * d, acc + t * d, d);
     }
   }
   for (int64_t i = 0; i < n * d; ++i) y[i] += acc[i];
