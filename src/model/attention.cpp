@@ -13,7 +13,19 @@ namespace deepinfer::model {
 namespace {
 
 enum : size_t {
-  kQa = kWsAttn, kQr, kQ, kKv, kCs, kIdxQ, kIdxW, kSel, kOut, kGrp, kZ, kZg, kCmp = kWsAttn + 14,
+  kQa = kWsAttn,
+  kQr,
+  kQ,
+  kKv,
+  kCs,
+  kIdxQ,
+  kIdxW,
+  kSel,
+  kOut,
+  kGrp,
+  kZ,
+  kZg,
+  kCmp = kWsAttn + 14,
   kIdxCmp = kWsAttn + 18,
 };
 
@@ -101,9 +113,11 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   }
   cpu::linear(x, n, w.wkv, kv, ctx.pool);
   rms_norm_rows(kv, n, D, w.kv_norm.data(), eps, kv);
+  round_activation(ctx.hooks, kv, n * D);  // official: the norm's bf16 output goes into RoPE
   for (int64_t t = 0; t < n; ++t) {
     rope_cos_sin(rope, ctx.pos0 + t, pairs, cs, cs + pairs);
-    for (int h = 0; h < H; ++h) rope_rotate(q + (t * H + h) * D + D - R, pairs, cs, cs + pairs, false);
+    for (int h = 0; h < H; ++h)
+      rope_rotate(q + (t * H + h) * D + D - R, pairs, cs, cs + pairs, false);
     rope_rotate(kv + t * D + D - R, pairs, cs, cs + pairs, false);
   }
   if (ctx.hooks.kv_rows) ctx.hooks.kv_rows(kv, n, D, R);
@@ -111,12 +125,13 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   // Compressed entries (all positions of the chunk first: an entry is visible to later queries).
   if (w.has_compressor) {
     int64_t count = st.n_compressed;
-    run_compressor(ctx, w.compressor, st.compressor, x, D, pairs, false, st.compressed, count, kCmp);
+    run_compressor(ctx, w.compressor, st.compressor, x, D, pairs, false, st.compressed, count,
+                   kCmp);
     if (w.has_indexer) {
       const int ihd = c.index_head_dim;
       int64_t icount = static_cast<int64_t>(st.index_keys.size()) / ihd;
-      run_compressor(ctx, w.indexer.compressor, st.index_compressor, x, ihd,
-                     std::min(R, ihd) / 2, true, st.index_keys, icount, kIdxCmp);
+      run_compressor(ctx, w.indexer.compressor, st.index_compressor, x, ihd, std::min(R, ihd) / 2,
+                     true, st.index_keys, icount, kIdxCmp);
     }
     st.n_compressed = count;
   }
@@ -142,15 +157,23 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
       for (int64_t qp = std::max<int64_t>(0, p - Wn + 1); qp <= p; ++qp) {
         keys.push_back(qp >= pos0 ? kv + (qp - pos0) * D : st.ring.data() + (qp % Wn) * D);
       }
+      const int64_t n_window = static_cast<int64_t>(keys.size());
       if (ratio > 0) {
         if (w.has_indexer) {
-          for (int k = 0; k < cnt[t]; ++k) keys.push_back(st.compressed.data() + int64_t{sel[t * c.index_topk + k]} * D);
+          for (int k = 0; k < cnt[t]; ++k)
+            keys.push_back(st.compressed.data() + int64_t{sel[t * c.index_topk + k]} * D);
         } else {
           const int64_t vis = std::min<int64_t>((p + 1) / ratio, st.n_compressed);
           for (int64_t j = 0; j < vis; ++j) keys.push_back(st.compressed.data() + j * D);
         }
       }
       const float* qh = q + (t * H + h) * D;
+      if (ctx.hooks.attend) {  // the reference's window list: min(n, window) slots in a prefill
+        const int64_t slots = pos0 == 0 ? std::min<int64_t>(n, Wn) : Wn;
+        ctx.hooks.attend(qh, keys.data(), static_cast<int64_t>(keys.size()), n_window, slots,
+                         w.attn_sink[static_cast<size_t>(h)], scale, D, o + (t * H + h) * D);
+        continue;
+      }
       s.resize(keys.size());
       float m = w.attn_sink[static_cast<size_t>(h)];
       for (size_t k = 0; k < keys.size(); ++k) {
@@ -174,7 +197,8 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   // Inverse RoPE on the output, then the grouped output projection.
   for (int64_t t = 0; t < n; ++t) {
     rope_cos_sin(rope, pos0 + t, pairs, cs, cs + pairs);
-    for (int h = 0; h < H; ++h) rope_rotate(o + (t * H + h) * D + D - R, pairs, cs, cs + pairs, true);
+    for (int h = 0; h < H; ++h)
+      rope_rotate(o + (t * H + h) * D + D - R, pairs, cs, cs + pairs, true);
   }
   round_activation(ctx.hooks, o, n * H * D);
   const int G = c.o_groups, olr = c.o_lora_rank;
@@ -185,7 +209,8 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   for (int g = 0; g < G; ++g) {
     for (int64_t t = 0; t < n; ++t) std::copy_n(o + t * H * D + g * gw, gw, grp + t * gw);
     cpu::linear(grp, n, w.wo_a.rows(int64_t{g} * olr, olr), zg, ctx.pool);
-    for (int64_t t = 0; t < n; ++t) std::copy_n(zg + t * olr, olr, z + t * G * olr + int64_t{g} * olr);
+    for (int64_t t = 0; t < n; ++t)
+      std::copy_n(zg + t * olr, olr, z + t * G * olr + int64_t{g} * olr);
   }
   round_activation(ctx.hooks, z, n * G * olr);
   cpu::linear(z, n, w.wo_b, y, ctx.pool);

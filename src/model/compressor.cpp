@@ -74,8 +74,7 @@ bool push(CompressorState& s, int64_t p, const float* a, const float* g, const f
 }  // namespace
 
 void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, CompressorState& s,
-                    const float* x, int entry_dim, int rope_pairs,
-                    bool index_keys,
+                    const float* x, int entry_dim, int rope_pairs, bool index_keys,
                     std::vector<float>& entries, int64_t& count, size_t ws_slot) {
   const int64_t n = ctx.n, W = s.width;
   float* a = ctx.ws.get(ws_slot, static_cast<size_t>(n * W));
@@ -88,14 +87,17 @@ void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, Compres
   for (int64_t t = 0; t < n; ++t) {
     const int64_t p = ctx.pos0 + t;
     if (!push(s, p, a + t * W, g + t * W, w.ape.data(), entry_dim, entry)) continue;
+    round_activation(ctx.hooks, entry, entry_dim);  // official: norm(kv.to(bf16)), bf16 out
     rms_norm_rows(entry, 1, entry_dim, w.norm.data(), eps, entry);
+    round_activation(ctx.hooks, entry, entry_dim);
     const int64_t j = p / s.ratio;
     rope_cos_sin(ctx.compress_rope, j * s.ratio, rope_pairs, cs, cs + rope_pairs);
     rope_rotate(entry + entry_dim - 2 * rope_pairs, rope_pairs, cs, cs + rope_pairs, false);
     if (!index_keys && ctx.hooks.kv_rows) ctx.hooks.kv_rows(entry, 1, entry_dim, 2 * rope_pairs);
     if (index_keys && ctx.hooks.indexer_rows) ctx.hooks.indexer_rows(entry, 1, entry_dim);
     if (entries.capacity() < entries.size() + static_cast<size_t>(entry_dim)) {
-      entries.reserve(std::max<size_t>(2 * entries.capacity(), 64 * static_cast<size_t>(entry_dim)));
+      entries.reserve(
+          std::max<size_t>(2 * entries.capacity(), 64 * static_cast<size_t>(entry_dim)));
     }
     entries.insert(entries.end(), entry, entry + entry_dim);
     ++count;

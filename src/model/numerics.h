@@ -25,6 +25,12 @@ struct NumericsHooks {
   void (*q_head_norm)(float* q, int n_heads, int head_dim, float eps) = nullptr;
   // Rounding of attention probabilities before P·V (official: bf16).
   void (*attn_probs)(float* p, int64_t n) = nullptr;
+  // Replaces softmax + P·V of one query head (official: the reference kernel's online softmax over
+  // its index list in tiles of 64 slots, bf16 probabilities, the sink in the denominator only, bf16
+  // output). keys[0, n_window) are the window rows, oldest first, filling window_slots slots of the
+  // list (the rest are padding); the compressed rows follow in their list order.
+  void (*attend)(const float* q, const float* const* keys, int64_t n_keys, int64_t n_window,
+                 int64_t window_slots, float sink, float scale, int head_dim, float* out) = nullptr;
 };
 
 // The hooks for a numerics mode: Exact → all identity; Official → what set_official_hooks()

@@ -1,10 +1,12 @@
 #include "model/official_numerics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 
 #include "backend/cpu/quant_act.h"
 #include "backend/cpu/quant_linear.h"
+#include "backend/cpu/simd.h"
 
 namespace deepinfer::model {
 namespace official {
@@ -48,6 +50,50 @@ void q_head_norm(float* q, int n_heads, int head_dim, float eps) {
 
 void attn_probs(float* p, int64_t n) { cpu::round_bf16(p, n); }
 
+// sparse_attn of the reference, one query head: the index list is walked in tiles of 64 slots with
+// a running max (the sink excluded), exp(logit − running max) is summed in fp32 for the
+// denominator and rounded to bf16 for P·V (fp32 accumulation), earlier tiles are rescaled when
+// the max grows, the sink joins the denominator at the end, and the output is rounded to bf16.
+void attend(const float* q, const float* const* keys, int64_t n_keys, int64_t n_window,
+            int64_t window_slots, float sink, float scale, int head_dim, float* out) {
+  constexpr int64_t kTile = 64;
+  float qb[4096], acc[4096], logit[kTile];
+  const float* tile_keys[kTile];
+  for (int i = 0; i < head_dim; ++i) {
+    qb[i] = cpu::round_bf16(q[i]);
+    acc[i] = 0.0f;
+  }
+  const int64_t n_slots = window_slots + (n_keys - n_window);
+  float run_max = -INFINITY, denom = 0.0f;
+  for (int64_t t0 = 0; t0 < n_slots; t0 += kTile) {
+    int m = 0;  // the valid keys of this tile
+    for (int64_t slot = t0; slot < std::min(n_slots, t0 + kTile); ++slot) {
+      const int64_t k =
+          slot < window_slots ? (slot < n_window ? slot : -1) : n_window + (slot - window_slots);
+      if (k >= 0) tile_keys[m++] = keys[k];
+    }
+    if (m == 0) continue;
+    float tile_max = -INFINITY;
+    for (int i = 0; i < m; ++i) {
+      logit[i] = cpu::dot(qb, tile_keys[i], head_dim) * scale;
+      tile_max = std::max(tile_max, logit[i]);
+    }
+    const float new_max = std::max(run_max, tile_max);
+    const float rescale = std::exp(run_max - new_max);
+    float psum = 0.0f;
+    for (int d = 0; d < head_dim; ++d) acc[d] *= rescale;
+    for (int i = 0; i < m; ++i) {
+      const float p = std::exp(logit[i] - new_max);
+      psum += p;
+      cpu::axpy(cpu::round_bf16(p), tile_keys[i], acc, head_dim);
+    }
+    denom = denom * rescale + psum;
+    run_max = new_max;
+  }
+  denom += std::exp(sink - run_max);
+  for (int d = 0; d < head_dim; ++d) out[d] = cpu::round_bf16(acc[d] / denom);
+}
+
 }  // namespace official
 
 NumericsHooks official_numerics_hooks() {
@@ -58,6 +104,7 @@ NumericsHooks official_numerics_hooks() {
   h.index_scores = official::index_scores;
   h.q_head_norm = official::q_head_norm;
   h.attn_probs = official::attn_probs;
+  h.attend = official::attend;
   return h;
 }
 

@@ -1,7 +1,8 @@
 // DeepSeek's official V4-Flash numerics (inference code of revision 60d8d707) as the model's
 // NumericsHooks: bf16 activations, FP8 KV QAT of the no-RoPE dims per 64, Hadamard + FP4 QAT of
-// the indexer q/k, bf16 index scores, the bf16-op q head norm and bf16 attention probabilities;
-// plus the FP8/FP4 kernels that quantize GEMM inputs to FP8 per 1×128 and round outputs to bf16.
+// the indexer q/k, bf16 index scores, the bf16-op q head norm and the reference attention kernel
+// (tiles of 64); plus the FP8/FP4 kernels that quantize GEMM inputs to FP8 per 1×128 and round
+// outputs to bf16.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,8 @@ void indexer_rows(float* x, int64_t rows, int index_head_dim);
 void index_scores(float* s, int64_t n);
 void q_head_norm(float* q, int n_heads, int head_dim, float eps);
 void attn_probs(float* p, int64_t n);
+void attend(const float* q, const float* const* keys, int64_t n_keys, int64_t n_window,
+            int64_t window_slots, float sink, float scale, int head_dim, float* out);
 }  // namespace official
 
 }  // namespace deepinfer::model
