@@ -49,8 +49,11 @@ void index_select(const ChunkContext& ctx, const BlockWeights& w, const BlockSta
     }
   }
   if (ctx.hooks.indexer_rows) ctx.hooks.indexer_rows(q, n * ih, ihd);
-  const float wscale = 1.0f / std::sqrt(static_cast<float>(ih));
+  const bool fused = ctx.hooks.index_score != nullptr;  // official: both scales on the weights
+  const float wscale = fused ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
+                             : 1.0f / std::sqrt(static_cast<float>(ih));
   const float sscale = 1.0f / std::sqrt(static_cast<float>(ihd));
+  if (fused) ctx.hooks.index_scores(wt, n * ih);  // weights_proj's bf16 output
   for (int64_t i = 0; i < n * ih; ++i) wt[i] *= wscale;
   if (ctx.hooks.index_scores) ctx.hooks.index_scores(wt, n * ih);
   const int ratio = st.compressor.ratio;
@@ -63,6 +66,11 @@ void index_select(const ChunkContext& ctx, const BlockWeights& w, const BlockSta
       score.resize(static_cast<size_t>(vis));
       for (int64_t j = 0; j < vis; ++j) {
         const float* k = st.index_keys.data() + j * ihd;
+        if (fused) {
+          score[static_cast<size_t>(j)] =
+              ctx.hooks.index_score(q + t * ih * ihd, k, wt + t * ih, ih, ihd);
+          continue;
+        }
         float s = 0;
         for (int h = 0; h < ih; ++h) {
           const float d = cpu::dot(q + (t * ih + h) * ihd, k, ihd);

@@ -31,6 +31,11 @@ struct NumericsHooks {
   // list (the rest are padding); the compressed rows follow in their list order.
   void (*attend)(const float* q, const float* const* keys, int64_t n_keys, int64_t n_window,
                  int64_t window_slots, float sink, float scale, int head_dim, float* out) = nullptr;
+  // Replaces the index score of one query against one index key (official: bf16 per-head dot
+  // products, ReLU, bf16 products with the head weights, one bf16 sum). w holds the head weights
+  // with both scales folded in (index_head_dim^-1/2 · heads^-1/2), rounded by index_scores.
+  float (*index_score)(const float* q, const float* k, const float* w, int heads,
+                       int dim) = nullptr;
 };
 
 // The hooks for a numerics mode: Exact → all identity; Official → what set_official_hooks()

@@ -50,6 +50,18 @@ void q_head_norm(float* q, int n_heads, int head_dim, float eps) {
 
 void attn_probs(float* p, int64_t n) { cpu::round_bf16(p, n); }
 
+// ((q · kᵀ).relu() * w).sum(heads) of the reference with bf16 tensors: each head's dot product
+// (fp32 accumulation) rounded to bf16, ReLU, the product with the bf16 head weight rounded, the
+// sum over heads accumulated in fp32 and rounded once.
+float index_score(const float* q, const float* k, const float* w, int heads, int dim) {
+  float sum = 0.0f;
+  for (int h = 0; h < heads; ++h) {
+    const float d = cpu::round_bf16(cpu::dot(q + static_cast<int64_t>(h) * dim, k, dim));
+    if (d > 0) sum += cpu::round_bf16(d * w[h]);
+  }
+  return cpu::round_bf16(sum);
+}
+
 // sparse_attn of the reference, one query head: the index list is walked in tiles of 64 slots with
 // a running max (the sink excluded), exp(logit − running max) is summed in fp32 for the
 // denominator and rounded to bf16 for P·V (fp32 accumulation), earlier tiles are rescaled when
@@ -105,6 +117,7 @@ NumericsHooks official_numerics_hooks() {
   h.q_head_norm = official::q_head_norm;
   h.attn_probs = official::attn_probs;
   h.attend = official::attend;
+  h.index_score = official::index_score;
   return h;
 }
 

@@ -26,6 +26,7 @@ void indexer_rows(float* x, int64_t rows, int index_head_dim);
 void index_scores(float* s, int64_t n);
 void q_head_norm(float* q, int n_heads, int head_dim, float eps);
 void attn_probs(float* p, int64_t n);
+float index_score(const float* q, const float* k, const float* w, int heads, int dim);
 void attend(const float* q, const float* const* keys, int64_t n_keys, int64_t n_window,
             int64_t window_slots, float sink, float scale, int head_dim, float* out);
 }  // namespace official
