@@ -92,8 +92,8 @@ Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(std::vector<SplitRule
   for (const SplitRule& r : rules) {
     int err = 0;
     PCRE2_SIZE offset = 0;
-    uint32_t options = PCRE2_UTF | PCRE2_UCP;
-    if (r.literal) options |= PCRE2_LITERAL;
+    // PCRE2 allows only UTF (not UCP) together with LITERAL.
+    const uint32_t options = r.literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP);
     pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(r.pattern.data()),
                                      r.pattern.size(), options, &err, &offset, nullptr);
     if (code == nullptr) {

@@ -109,7 +109,7 @@ Result<std::vector<TokenId>> Tokenizer::encode_segments(std::string_view prompt,
 Result<std::string> Tokenizer::decode(std::span<const TokenId> ids, bool skip_special) const {
   std::string bytes;
   for (TokenId id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= vocab_size_ || (flags_[id] & 4) == 0) {
+    if (!has_token(id)) {
       return Error{"token id " + std::to_string(id) + " is not in the vocabulary (size " +
                    std::to_string(vocab_size_) + ")"};
     }
@@ -129,6 +129,10 @@ std::string_view Tokenizer::token_bytes(TokenId id) const {
 
 bool Tokenizer::is_special(TokenId id) const {
   return id >= 0 && static_cast<size_t>(id) < vocab_size_ && (flags_[id] & 2) != 0;
+}
+
+bool Tokenizer::has_token(TokenId id) const {
+  return id >= 0 && static_cast<size_t>(id) < vocab_size_ && (flags_[id] & 4) != 0;
 }
 
 bool Tokenizer::is_added(TokenId id) const {

@@ -56,6 +56,8 @@ class Tokenizer {
   // Raw bytes of one token (added tokens: their content). Empty for unknown ids.
   std::string_view token_bytes(TokenId id) const;
   bool is_special(TokenId id) const;
+  // True for every id that has a token (vocabulary or added).
+  bool has_token(TokenId id) const;
   bool is_added(TokenId id) const;
 
   // Id of an added token by content, or of a vocabulary token by its text form; -1 if none.
