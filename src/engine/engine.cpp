@@ -15,7 +15,7 @@ struct Engine::Impl {
   Impl(const EngineConfig& config, ModelRunner& r)
       : runner(r),
         scheduler(config.scheduler, config.kv),
-        executor(r, config.kv.num_state_slots, config.num_threads) {}
+        executor(r, config.kv.num_state_slots, config.num_threads, scheduler.max_model_len()) {}
 
   ModelRunner& runner;
   Scheduler scheduler;

@@ -1,13 +1,15 @@
 // Executor implementation.
 #include "engine/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
 namespace deepinfer::engine {
 
-Executor::Executor(ModelRunner& runner, int32_t num_slots, int32_t num_threads)
-    : runner_(runner), slots_(num_slots), pool_(num_threads) {
+Executor::Executor(ModelRunner& runner, int32_t num_slots, int32_t num_threads,
+                   int32_t max_model_len)
+    : runner_(runner), max_reserve_(max_model_len + 1), slots_(num_slots), pool_(num_threads) {
   for (int32_t t = 0; t < pool_.num_threads(); ++t) samplers_.emplace_back(runner.vocab_size());
 }
 
@@ -27,7 +29,8 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
     s.params = seq.params;
     s.seed = seq.seed;
     s.num_prompt = seq.num_prompt;
-    s.tokens.reserve(static_cast<size_t>(seq.num_prompt) + seq.params.max_tokens + 1);
+    s.tokens.reserve(static_cast<size_t>(
+        std::min<int64_t>(int64_t{seq.num_prompt} + seq.params.max_tokens + 1, max_reserve_)));
     s.tokens.assign(seq.tokens.begin(), seq.tokens.end());
     s.block_table.assign(seq.block_table.begin(), seq.block_table.end());
   }
@@ -53,6 +56,7 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
     seq.block_table = s.block_table;
     seq.fresh = s.fresh;
     seq.want_logits = e.sample;
+    seq.num_prompt = s.num_prompt;
     s.fresh = false;
     batch_.push_back(seq);
     if (e.sample) sample_slots_.push_back(e.slot);

@@ -16,7 +16,7 @@ namespace deepinfer::engine {
 
 class Executor {
  public:
-  Executor(ModelRunner& runner, int32_t num_slots, int32_t num_threads);
+  Executor(ModelRunner& runner, int32_t num_slots, int32_t num_threads, int32_t max_model_len);
 
   // Runs one step; never throws. A runner error is reported in out.status.
   void execute(const SchedulerOutput& in, ModelOutput& out);
@@ -34,6 +34,7 @@ class Executor {
   };
 
   ModelRunner& runner_;
+  int64_t max_reserve_;
   std::vector<Slot> slots_;
   ThreadPool pool_;
   std::vector<Sampler> samplers_;  // one per thread

@@ -20,6 +20,8 @@ struct RunnerSequence {
   // restores the state snapshot saved at the end of block_table[start / block_size - 1].
   bool fresh = false;
   bool want_logits = false;  // logits of the last new token
+  int32_t num_prompt = 0;    // the request's prompt length (runners may chunk prompt and
+                             // generated positions differently)
 };
 
 class ModelRunner {

@@ -13,7 +13,7 @@ namespace {
 
 constexpr float kGreedyEpsilon = 1e-5f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Top-p first sorts only this many best candidates; it sorts all only when they carry < top_p.
+// Top-p first sorts only this many best candidates, and more only when they carry < top_p.
 constexpr size_t kTopPHead = 1024;
 
 Error field_error(const char* field, const std::string& what) {
@@ -164,18 +164,19 @@ SampleResult Sampler::sample(std::span<const float> logits, const SampleContext&
       double total = 0.0;
       for (size_t k = 0; k < n; ++k) total += std::exp(work_[candidates_[k]] - max);
       const double target = static_cast<double>(p.top_p) * total;
-      size_t head = n;
-      if (!sorted) {
-        head = std::min(n, kTopPHead);
-        if (head < n) std::nth_element(first, first + head, first + n, better);
-        std::sort(first, first + head, better);
-      }
+      // Sort only as far as needed: the best kTopPHead, then 4x more each time the sorted
+      // head carries less than top_p of the mass.
+      size_t sorted_end = sorted ? n : 0, keep = 0;
       double before = 0.0;
-      size_t keep = 0;
-      while (keep < head && before < target) before += std::exp(work_[candidates_[keep++]] - max);
-      if (before < target && head < n) {  // the head carried too little mass: sort everything
-        std::sort(first, first + n, better);
-        while (keep < n && before < target) before += std::exp(work_[candidates_[keep++]] - max);
+      for (size_t head = std::min(n, kTopPHead);; head = std::min(n, head * 4)) {
+        if (sorted_end < head) {
+          if (head < n) std::nth_element(first + sorted_end, first + head, first + n, better);
+          std::sort(first + sorted_end, first + head, better);
+          sorted_end = head;
+        }
+        while (keep < sorted_end && before < target)
+          before += std::exp(work_[candidates_[keep++]] - max);
+        if (before >= target || sorted_end == n) break;
       }
       n = std::max<size_t>(keep, 1);
     }

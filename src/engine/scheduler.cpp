@@ -47,7 +47,8 @@ Status Scheduler::add(std::unique_ptr<Request> request) {
   if (requests_.count(request->id)) return Error{"duplicate request id"};
   request->num_prompt = prompt;
   request->status = RequestStatus::kWaiting;
-  request->tokens.reserve(static_cast<size_t>(prompt) + request->params.max_tokens);
+  request->tokens.reserve(static_cast<size_t>(
+      std::min<int64_t>(int64_t{prompt} + request->params.max_tokens, max_model_len_)));
   Request* raw = request.get();
   requests_.emplace(raw->id, std::move(request));
   waiting_.push_back(raw);
@@ -57,6 +58,16 @@ Status Scheduler::add(std::unique_ptr<Request> request) {
 bool Scheduler::done_ahead(const Request& req) const {
   return req.num_output() + req.num_pending >= req.params.max_tokens ||
          req.num_tokens_ahead() >= max_model_len_;
+}
+
+// 0: wait for a step with more budget (only while other work fills this one).
+int32_t Scheduler::chunk_size(int32_t start, int32_t wanted, int32_t budget,
+                              bool step_has_work) const {
+  if (wanted <= budget) return wanted;
+  if (!config_.block_aligned_chunks) return budget;
+  const int32_t bs = kv_.config().block_size;
+  const int32_t aligned = (start + budget) / bs * bs - start;
+  return aligned > 0 ? aligned : step_has_work ? 0 : budget;
 }
 
 void Scheduler::preempt(Request& req, SchedulerOutput& out) {
@@ -80,7 +91,8 @@ void Scheduler::schedule(SchedulerOutput& out) {
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Request* req = running_[i];
     const int32_t ahead = req->num_tokens_ahead();
-    int32_t num_new = std::min(ahead - req->num_computed, budget);
+    const int32_t num_new =
+        chunk_size(req->num_computed, ahead - req->num_computed, budget, out.num_tokens > 0);
     if (num_new <= 0 || done_ahead(*req)) {
       ++i;
       continue;
@@ -125,7 +137,8 @@ void Scheduler::schedule(SchedulerOutput& out) {
     const auto total = static_cast<int32_t>(req->tokens.size());
     int32_t num_new = total - cached;
     if (!config_.chunked_prefill && num_new > budget) break;
-    num_new = std::min(num_new, budget);
+    num_new = chunk_size(cached, num_new, budget, out.num_tokens > 0);
+    if (num_new == 0) break;
     if (!kv_.admit(*req, hit_, cached + num_new)) break;
     waiting_.pop_front();
     if (req->num_cached_prompt < 0) {

@@ -22,6 +22,9 @@ struct SchedulerConfig {
   int32_t max_num_batched_tokens = 2048;
   int32_t max_model_len = 8192;  // prompt + output; capped by the KV pool's capacity
   bool chunked_prefill = true;
+  // A prefill chunk cut by the budget ends on a block boundary when that leaves it non-empty, so
+  // the positions a model processes together do not depend on the rest of the batch.
+  bool block_aligned_chunks = true;
   std::vector<int32_t> eos_token_ids;
 };
 
@@ -90,6 +93,7 @@ class Scheduler {
               std::string error = {});
   FinishReason check_stop(const Request& req, int32_t token) const;
   bool done_ahead(const Request& req) const;
+  int32_t chunk_size(int32_t start, int32_t wanted, int32_t budget, bool step_has_work) const;
 
   SchedulerConfig config_;
   int32_t max_model_len_;

@@ -1,0 +1,102 @@
+// V4ModelRunner implementation.
+#include "engine/v4_model_runner.h"
+
+#include <algorithm>
+#include <string>
+
+namespace deepinfer::engine {
+
+V4ModelRunner::V4ModelRunner(model::Model& model, bool snapshots)
+    : model_(model), snapshots_(snapshots) {}
+
+int32_t V4ModelRunner::vocab_size() const { return model_.config().vocab_size; }
+
+int64_t V4ModelRunner::compressed_bytes_per_token() const {
+  const model::ModelConfig& c = model_.config();
+  int64_t per_token_x128 = 0;  // bytes per 128 tokens, to stay integral
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    const int r = c.ratio(layer);
+    if (r == 0) continue;
+    int64_t row = int64_t{c.head_dim} * 4;
+    if (c.kind(layer) == model::AttentionKind::Csa) row += int64_t{c.index_head_dim} * 4;
+    per_token_x128 += row * 128 / r;
+  }
+  return (per_token_x128 + 127) / 128;
+}
+
+int64_t V4ModelRunner::bytes_per_slot() const {
+  const model::SequenceState fresh = model_.new_state();
+  int64_t bytes = 0;
+  for (const model::BlockState& b : fresh.blocks) {
+    bytes +=
+        static_cast<int64_t>(b.ring.size() + b.compressor.kv.size() + b.compressor.score.size() +
+                             b.index_compressor.kv.size() + b.index_compressor.score.size()) *
+        4;
+  }
+  return bytes;
+}
+
+int64_t V4ModelRunner::bytes_per_block(int32_t block_size) const {
+  return compressed_bytes_per_token() * block_size + (snapshots_ ? bytes_per_slot() : 0);
+}
+
+Status V4ModelRunner::allocate(const KvCacheConfig& config) {
+  block_size_ = config.block_size;
+  caching_ = snapshots_ && config.prefix_caching;
+  slots_.assign(config.num_state_slots, model::SequenceState{});
+  block_snapshots_.assign(caching_ ? config.num_blocks : 0, model::SequenceState{});
+  return Status::Ok();
+}
+
+Status V4ModelRunner::run_piece(model::SequenceState& state, std::span<const int32_t> ids,
+                                bool want_logits, float* logits) {
+  const int64_t last = static_cast<int64_t>(ids.size()) - 1;
+  return model_.forward(
+      state, ids, want_logits ? std::span<const int64_t>(&last, 1) : std::span<const int64_t>(),
+      logits);
+}
+
+Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<float> logits) {
+  const int32_t vocab = vocab_size();
+  size_t row = 0;
+  for (const RunnerSequence& seq : batch) {
+    if (seq.slot < 0 || seq.slot >= static_cast<int32_t>(slots_.size()))
+      return Error{"v4 runner: bad state slot " + std::to_string(seq.slot)};
+    model::SequenceState& state = slots_[seq.slot];
+    if (seq.fresh) {
+      if (seq.start == 0) {
+        state = model_.new_state();
+      } else {
+        if (!caching_ || seq.start % block_size_ != 0)
+          return Error{"v4 runner: a prefix hit needs a snapshot at a block boundary"};
+        state = block_snapshots_[seq.block_table[seq.start / block_size_ - 1]];
+      }
+    }
+    if (state.position != seq.start)
+      return Error{"v4 runner: slot " + std::to_string(seq.slot) + " is at position " +
+                   std::to_string(state.position) + ", the step starts at " +
+                   std::to_string(seq.start)};
+    const int32_t end = seq.start + static_cast<int32_t>(seq.tokens.size());
+    for (int32_t p = seq.start; p < end;) {
+      // Prompt positions run up to the next block boundary; generated ones one at a time.
+      int32_t piece_end = p + 1;
+      if (p < seq.num_prompt)
+        piece_end = std::min({end, seq.num_prompt, (p / block_size_ + 1) * block_size_});
+      const bool last = piece_end == end;
+      float* out = logits.data() + row * vocab;
+        fprintf(stderr, "req-prompt %d piece [%d,%d) logits %d\n", seq.num_prompt, p, piece_end,
+                int(last && seq.want_logits));
+      if (Status s = run_piece(state, seq.tokens.subspan(p - seq.start, piece_end - p),
+                               last && seq.want_logits, out);
+          !s.ok())
+        return s;
+      if (caching_ && piece_end % block_size_ == 0)
+        block_snapshots_[seq.block_table[piece_end / block_size_ - 1]] = state;
+      p = piece_end;
+    }
+    if (seq.want_logits) ++row;
+  }
+  return Status::Ok();
+}
+
+}  // namespace deepinfer::engine

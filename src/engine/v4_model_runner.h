@@ -1,0 +1,46 @@
+// V4ModelRunner: the ModelRunner over the DeepSeek V4 CPU model (src/model). Each state slot
+// holds one model::SequenceState (window rings, compressor tails, compressed entries and index
+// keys of every layer, spec §7.1); exact prefix caching snapshots that state at block ends.
+// Every forward call covers the same positions whatever the batch or the scheduler's chunking
+// (prompt positions in block-aligned pieces, generated positions one at a time), so a request's
+// logits do not depend on its neighbours, on prefix hits or on preemption.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/model_runner.h"
+#include "model/model.h"
+
+namespace deepinfer::engine {
+
+class V4ModelRunner : public ModelRunner {
+ public:
+  explicit V4ModelRunner(model::Model& model, bool snapshots = true);
+
+  int32_t vocab_size() const override;
+  // As stored by model::SequenceState (fp32): compressed entries + index keys per position,
+  // plus, with snapshots, one bounded-state copy per block.
+  int64_t bytes_per_block(int32_t block_size) const override;
+  int64_t bytes_per_slot() const override;
+  bool exact_prefix_snapshots() const override { return snapshots_; }
+  Status allocate(const KvCacheConfig& config) override;
+  Status execute(std::span<const RunnerSequence> batch, std::span<float> logits) override;
+
+  // Bytes per token per layer kind as stored (fp32): SWA 0 (bounded), CSA (D + index_D)·4/4,
+  // HCA D·4/128; the bounded state per sequence is in bytes_per_slot().
+  int64_t compressed_bytes_per_token() const;
+
+ private:
+  Status run_piece(model::SequenceState& state, std::span<const int32_t> ids, bool want_logits,
+                   float* logits);
+
+  model::Model& model_;
+  bool snapshots_;
+  int32_t block_size_ = 0;
+  bool caching_ = false;
+  std::vector<model::SequenceState> slots_;
+  std::vector<model::SequenceState> block_snapshots_;  // by block id (empty until written)
+};
+
+}  // namespace deepinfer::engine
