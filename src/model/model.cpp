@@ -57,7 +57,7 @@ SequenceState Model::new_state() const {
 }
 
 Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
-                      std::span<const int64_t> logit_rows, float* logits) {
+                      std::span<const int64_t> logit_rows, float* logits, float* streams) {
   const ModelConfig& c = config_;
   const int64_t total = static_cast<int64_t>(ids.size());
   if (state.blocks.size() != static_cast<size_t>(c.num_layers)) {
@@ -81,8 +81,9 @@ Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
   const int64_t d = c.hidden_size, V = c.vocab_size;
   for (int64_t start = 0; start < total; start += kMaxChunk) {
     const int64_t n = std::min(kMaxChunk, total - start);
-    ChunkContext ctx{c, hooks, pool_.get(), ws, main_rope_, compress_rope_, ids.data() + start, n,
-                     state.position};
+    ChunkContext ctx{
+        c, hooks,         pool_.get(), ws, main_rope_, compress_rope_, ids.data() + start,
+        n, state.position};
     float* X = ws.get(kWsX, static_cast<size_t>(n * hc * d));
     float* u = ws.get(kWsU, static_cast<size_t>(n * d));
     float* xn = ws.get(kWsXn, static_cast<size_t>(n * d));
@@ -111,6 +112,7 @@ Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
       hc_post(ctx, post, comb, y, X);
     }
     state.position += n;
+    if (streams) std::copy_n(X, n * hc * d, streams + start * hc * d);
 
     // Logits at the requested rows of this chunk.
     int64_t rows = 0;
@@ -121,7 +123,8 @@ Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
     float* lg = ws.get(kWsMix + 3, static_cast<size_t>(rows * V));
     int64_t k = 0;
     for (int64_t r : logit_rows) {
-      if (r >= start && r < start + n) std::copy_n(X + (r - start) * hc * d, hc * d, Xr + (k++) * hc * d);
+      if (r >= start && r < start + n)
+        std::copy_n(X + (r - start) * hc * d, hc * d, Xr + (k++) * hc * d);
     }
     hc_head(ctx, weights_.hc_head, Xr, rows, h);
     rms_norm_rows(h, rows, d, weights_.norm.data(), eps, h);
@@ -130,7 +133,8 @@ Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
     k = 0;
     for (size_t i = 0; i < logit_rows.size(); ++i) {
       const int64_t r = logit_rows[i];
-      if (r >= start && r < start + n) std::copy_n(lg + (k++) * V, V, logits + static_cast<int64_t>(i) * V);
+      if (r >= start && r < start + n)
+        std::copy_n(lg + (k++) * V, V, logits + static_cast<int64_t>(i) * V);
     }
   }
   return Status::Ok();

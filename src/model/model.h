@@ -28,7 +28,8 @@ struct Workspace;
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> load(const std::string& dir, const ModelOptions& options = {});
+  static Result<std::unique_ptr<Model>> load(const std::string& dir,
+                                             const ModelOptions& options = {});
   ~Model();
 
   const ModelConfig& config() const { return config_; }
@@ -40,8 +41,20 @@ class Model {
   // Runs ids (at positions state.position, state.position+1, …) through the model and advances
   // state. For each k, logits of chunk row logit_rows[k] go to logits[k·vocab …). Not
   // thread-safe: one forward at a time per Model.
+  // With `streams`, the final hyper-connection streams of every input token (before hc_head,
+  // [ids.size(), hc_mult·hidden]) are written there too: the MTP block's input.
   Status forward(SequenceState& state, std::span<const int32_t> ids,
-                 std::span<const int64_t> logit_rows, float* logits);
+                 std::span<const int64_t> logit_rows, float* logits, float* streams = nullptr);
+
+  // MTP (next-n) block 0 (spec §6.10), when the checkpoint has mtp.* tensors. Chunk row t takes
+  // the main model's final streams at position state.position + t (from forward's `streams`) and
+  // the token at the next position, and gives the logits of the token after that. A separate
+  // state (its own sliding window) advances like the main one.
+  bool has_mtp() const { return !weights_.mtp.empty(); }
+  SequenceState new_mtp_state() const;
+  Status forward_mtp(SequenceState& state, std::span<const float> streams,
+                     std::span<const int32_t> next_ids, std::span<const int64_t> logit_rows,
+                     float* logits);
 
  private:
   Model() = default;

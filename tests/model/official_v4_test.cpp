@@ -144,6 +144,39 @@ TEST_P(OfficialV4, TeacherForcedDecodeAndGreedy) {
   std::printf("  greedy steps checked: %zu of %zu\n", safe, steps);
 }
 
+TEST_P(OfficialV4, MtpLogitsOnTheMainPrefillStreams) {
+  ASSERT_TRUE(model_->has_mtp());
+  const auto ids = ref_.i32("input_ids");
+  const auto rows32 = ref_.i32("mtp_rows");
+  const std::vector<int64_t> rows(rows32.begin(), rows32.end());
+  const int64_t L = static_cast<int64_t>(ids.size());
+  const int64_t width = int64_t{model_->config().hc_mult} * model_->config().hidden_size;
+  std::vector<float> streams(static_cast<size_t>(L * width)), none;
+  auto st = model_->new_state();
+  ASSERT_TRUE(model_->forward(st, ids, {}, none.data(), streams.data()).ok());
+  // Streams at positions 0 … L−2 with the tokens at 1 … L−1, from position 0.
+  auto mst = model_->new_mtp_state();
+  std::vector<float> got(rows.size() * static_cast<size_t>(vocab_));
+  const std::span<const float> s(streams.data(), static_cast<size_t>((L - 1) * width));
+  const std::span<const int32_t> next(ids.data() + 1, static_cast<size_t>(L - 1));
+  Status status = model_->forward_mtp(mst, s, next, rows, got.data());
+  ASSERT_TRUE(status.ok()) << status.error().message;
+  // The fixture has no MTP noise variant: use the main prefill's alt2 noise (the MTP input
+  // carries it).
+  const auto ref = ref_.f32("logits");
+  expect_within_bar(compare(got, ref_.f32("mtp_logits"), vocab_),
+                    compare(ref_.f32("alt2_logits"), ref, vocab_), "mtp");
+}
+
+TEST_P(OfficialV4, MtpRejectsMismatchedInput) {
+  auto mst = model_->new_mtp_state();
+  std::vector<float> streams(7);
+  const int32_t next[] = {5};
+  EXPECT_FALSE(model_->forward_mtp(mst, streams, next, {}, nullptr).ok());
+  auto main_state = model_->new_state();
+  EXPECT_FALSE(model_->forward_mtp(main_state, streams, next, {}, nullptr).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, OfficialV4, ::testing::Values("official_v4_a", "official_v4_c"));
 
 }  // namespace
