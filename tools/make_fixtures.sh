@@ -2,6 +2,10 @@
 # Makes the model reference fixtures on the GPU machine and packs them for tests/fixtures/.
 # Needs the fixture tools in tools/fixtures/ (git-ignored; carried to the device).
 #   tools/make_fixtures.sh hf OUTDIR     HF transformers exact-fp32 fixtures (hf_v4_*)
+#   tools/make_fixtures.sh official OUTDIR
+#                                        DeepSeek's official V4-Flash code on FP8/FP4 checkpoints
+#                                        (official_v4_*; needs tools/fixtures/official/v4_flash,
+#                                        see fetch_official.md) and the FP8/FP4 format values (quant)
 # Each fixture folder is tarred to OUTDIR/<name>.tgz; unpack into tests/fixtures/ and keep only
 # config.json, model.safetensors, reference.safetensors, README.md and meta.json.
 set -euo pipefail
@@ -30,8 +34,26 @@ case "$what" in
     # b in HF's own save_pretrained layout (model.* names, HF config keys), shorter.
     hf_fixture hf_v4_b_hflayout $T/examples/hf_v4_b.json 7 300 --hf-layout --no-variants
     ;;
+  official)
+    # --- official numerics (quantized checkpoints) -----------------------------------------
+    # Unpack each tarball into tests/fixtures/, drop inference_config.json and
+    # generation_config.json, and split model.safetensors with tools/shard_safetensors.py (no
+    # committed file over 2 MB).
+    official_fixture() {  # name config seed seq_len
+      python3 $T/make_official_v4.py --config "$2" --seed "$3" --seq-len "$4" --out "$work/$1"
+      tar czf "$out/$1.tgz" -C "$work" "$1"
+    }
+    # a: CSA+hash, HCA+hash, SWA, CSA, HCA + MTP; heads 8 x 96 (RoPE 32); window 24; YaRN 4.
+    official_fixture official_v4_a $T/examples/official_v4_a.json 11 520
+    # c: SWA+hash, CSA, HCA, CSA + MTP; dim 128, hc_mult 3, index_head_dim = RoPE dims (64).
+    official_fixture official_v4_c tools/configs/official_v4_c.json 23 300
+    # b (not committed, size): HCA, CSA, CSA (all hashed), SWA + MTP; hc_mult 2; o_groups 3.
+    official_fixture official_v4_b $T/examples/official_v4_b.json 5 480
+    python3 tools/make_quant_fixture.py --tools $T --out "$work/quant"
+    tar czf "$out/quant.tgz" -C "$work" quant
+    ;;
   *)
-    echo "usage: tools/make_fixtures.sh hf [OUTDIR]" >&2
+    echo "usage: tools/make_fixtures.sh hf|official [OUTDIR]" >&2
     exit 2
     ;;
 esac
