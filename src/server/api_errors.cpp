@@ -34,6 +34,10 @@ ApiFlavor flavor_for_path(std::string_view path) {
   return path.starts_with("/v1/messages") ? ApiFlavor::Anthropic : ApiFlavor::OpenAI;
 }
 
+ApiFlavor flavor_for(recipe::Protocol protocol) {
+  return protocol == recipe::Protocol::Messages ? ApiFlavor::Anthropic : ApiFlavor::OpenAI;
+}
+
 HttpResponse api_error(ApiFlavor flavor, int status, std::string_view message,
                        std::string_view openai_type) {
   HttpResponse r;

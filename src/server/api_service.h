@@ -1,0 +1,46 @@
+// The HTTP API over one engine: Chat Completions, Responses, Messages (recipe conversion,
+// V4/V4.1 rendering, segment tokenization, streamed parsing), legacy Completions, models,
+// health and metrics. Registers its routes on a Router; owns the admission limits (429).
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "engine/engine.h"
+#include "recipe/render.h"
+#include "server/metrics.h"
+#include "server/router.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::server {
+
+struct ApiServiceOptions {
+  std::string served_model_name = "deepseek-v4";
+  recipe::EncodingVersion encoding = recipe::EncodingVersion::V41;
+  int64_t max_model_len = 4096;
+  int max_concurrent = 256;  // running + queued requests; beyond → 429
+  int tokenizer_threads = 1;
+};
+
+class ApiService {
+ public:
+  ApiService(ApiServiceOptions options, const tokenizer::Tokenizer& tokenizer,
+             engine::Engine& engine, Metrics& metrics);
+  void register_routes(Router& router);
+
+ private:
+  void handle_generation(recipe::Protocol protocol, HttpRequest request, ResponderPtr responder);
+  void handle_completions(HttpRequest request, ResponderPtr responder);
+  void handle_models(ResponderPtr responder) const;
+  bool admit(recipe::Protocol protocol, const ResponderPtr& responder);
+
+  ApiServiceOptions options_;
+  const tokenizer::Tokenizer& tokenizer_;
+  engine::Engine& engine_;
+  Metrics& metrics_;
+  std::atomic<int> in_flight_{0};
+  std::atomic<uint64_t> next_id_{1};
+  int64_t started_at_ = 0;
+};
+
+}  // namespace deepinfer::server

@@ -1,0 +1,197 @@
+#include "server/generation_session.h"
+
+#include "server/api_errors.h"
+
+namespace deepinfer::server {
+namespace {
+
+// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
+size_t complete_utf8_prefix(std::string_view s) {
+  size_t n = s.size();
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(s[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? n - back : n;
+  }
+  return n;
+}
+
+}  // namespace
+
+GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokenizer& tokenizer,
+                                     engine::Engine& engine, ResponderPtr responder,
+                                     Metrics& metrics)
+    : setup_(std::move(setup)),
+      tokenizer_(tokenizer),
+      engine_(engine),
+      responder_(std::move(responder)),
+      metrics_(metrics),
+      processor_(setup_.parsing),
+      eos_token_id_(tokenizer.added_token_id("<｜end▁of▁sentence｜>")),
+      started_at_(std::chrono::steady_clock::now()) {
+  if (setup_.make_generator) {
+    generator_ = setup_.make_generator(*this);
+  } else {
+    if (!setup_.stream)
+      complete_ = recipe::make_response_accumulator(setup_.protocol, setup_.events.id,
+                                                    setup_.events.model, setup_.events.created);
+    generator_ = recipe::make_event_generator(setup_.protocol, setup_.events, *this);
+  }
+}
+
+bool GenerationSession::start(engine::EngineRequest request) {
+  auto self = shared_from_this();
+  auto submitted = engine_.submit(std::move(request), [self](const engine::RequestEvent& ev) {
+    self->on_engine_event(ev);
+  });
+  if (!submitted.ok()) {
+    ++metrics_.requests_failed;
+    closed_ = true;
+    responder_->send(api_error(flavor_for(setup_.protocol), 400, submitted.error().message));
+    if (setup_.on_done) setup_.on_done();
+    return false;
+  }
+  handle_ = submitted.value();
+  ++metrics_.requests_running;
+  std::weak_ptr<GenerationSession> weak = self;
+  responder_->on_disconnect([weak] {
+    if (auto s = weak.lock()) s->abort_engine();
+  });
+  if (abort_wanted_) abort_engine();
+  if (setup_.stream) responder_->open_stream(200, "text/event-stream");
+  return true;
+}
+
+void GenerationSession::abort_engine() {
+  abort_wanted_ = true;
+  if (const uint64_t h = handle_.load()) engine_.abort(h);
+}
+
+void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
+  if (done_) return;
+  if (!ready_sent_) {
+    ready_sent_ = true;
+    recipe::InferenceChunk ready;
+    ready.kind = recipe::InferenceChunk::Kind::Ready;
+    ready.prompt_tokens = setup_.prompt_tokens;
+    ready.prompt_cache_hit_tokens = ev.usage.prompt_cache_hit_tokens;
+    processor_.process(ready, *generator_);
+  }
+  if (ev.ttft_seconds >= 0) metrics_.ttft_seconds.observe(ev.ttft_seconds);
+  if (ev.tpot_seconds >= 0) metrics_.tpot_seconds.observe(ev.tpot_seconds);
+  if (ev.has_token) {
+    ++metrics_.completion_tokens_total;
+    const bool eos_like = ev.finish == engine::FinishReason::kStop &&
+                          ev.sample.token == eos_token_id_;
+    ++pending_tokens_;  // the EOS token counts as a completion token, like any other
+    if (!eos_like) {
+      pending_bytes_ += tokenizer_.token_bytes(ev.sample.token);
+      const size_t ready_len = complete_utf8_prefix(pending_bytes_);
+      if (ready_len > 0) {
+        feed(std::string_view(pending_bytes_).substr(0, ready_len), pending_tokens_);
+        pending_bytes_.erase(0, ready_len);
+        pending_tokens_ = 0;
+      }
+    }
+  }
+  if (ev.finish != engine::FinishReason::kNone && !done_) {
+    // Bytes still held back (an incomplete UTF-8 tail) and uncounted tokens go out now.
+    if (pending_tokens_ > 0) {
+      feed(pending_bytes_, pending_tokens_);
+      pending_bytes_.clear();
+      pending_tokens_ = 0;
+    }
+  }
+  if (ev.finish != engine::FinishReason::kNone && !done_) {
+    switch (ev.finish) {
+      case engine::FinishReason::kLength: finish(recipe::BackendFinish::Length); break;
+      case engine::FinishReason::kError:
+        if (!setup_.stream) {
+          done_ = true;
+          closed_ = true;
+          ++metrics_.requests_failed;
+          responder_->send(api_error(flavor_for(setup_.protocol), 500, ev.error));
+          close_exchange();
+        } else {
+          finish(recipe::BackendFinish::Stop);
+        }
+        break;
+      default: finish(recipe::BackendFinish::Stop);
+    }
+  }
+  flush_frames();
+}
+
+void GenerationSession::feed(std::string_view text, int64_t tokens) {
+  recipe::InferenceChunk chunk;
+  chunk.kind = recipe::InferenceChunk::Kind::Text;
+  chunk.content = text;
+  chunk.content_tokens = tokens;
+  if (!processor_.process(chunk, *generator_)) {
+    // A stop sequence ended the answer: the rest of the generation is not needed.
+    done_ = true;
+    abort_engine();
+    if (setup_.stream && setup_.protocol == recipe::Protocol::ChatCompletions)
+      frames_ += "data: [DONE]\n\n";
+  }
+}
+
+void GenerationSession::finish(recipe::BackendFinish reason) {
+  if (done_) return;
+  done_ = true;
+  recipe::InferenceChunk chunk;
+  chunk.kind = recipe::InferenceChunk::Kind::Finish;
+  chunk.finish = reason;
+  processor_.process(chunk, *generator_);
+  if (setup_.stream && setup_.protocol == recipe::Protocol::ChatCompletions)
+    frames_ += "data: [DONE]\n\n";
+}
+
+void GenerationSession::on_event(std::string_view name, std::string_view data) {
+  if (complete_) {
+    complete_->on_event(name, data);
+    return;
+  }
+  if (!setup_.stream) {  // a custom generator's complete object
+    frames_.assign(data);
+    return;
+  }
+  if (!name.empty()) {
+    frames_ += "event: ";
+    frames_ += name;
+    frames_ += '\n';
+  }
+  frames_ += "data: ";
+  frames_ += data;
+  frames_ += "\n\n";
+}
+
+void GenerationSession::flush_frames() {
+  if (setup_.stream) {
+    if (!frames_.empty()) {
+      responder_->write(frames_);
+      frames_.clear();
+    }
+    if (done_ && !closed_) {
+      closed_ = true;
+      responder_->close();
+      close_exchange();
+    }
+  } else if (done_ && !closed_) {
+    closed_ = true;
+    responder_->send(HttpResponse{200, "application/json",
+                                  complete_ ? complete_->response_text() : std::move(frames_), {}});
+    frames_.clear();
+    close_exchange();
+  }
+}
+
+void GenerationSession::close_exchange() {
+  --metrics_.requests_running;
+  metrics_.e2e_seconds.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count());
+  if (setup_.on_done) setup_.on_done();
+}
+
+}  // namespace deepinfer::server

@@ -1,0 +1,75 @@
+// One API generation in flight: the engine's token events → incremental detokenizer (special
+// tokens kept as text, spec §4.10) → recipe StreamProcessor → the API's event generator →
+// SSE frames on the Responder (stream) or the complete response (non-stream). Events arrive on
+// the engine thread, one request at a time; a client disconnect or a matched stop sequence
+// aborts the engine request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "recipe/complete_response.h"
+#include "recipe/output_parser.h"
+#include "recipe/stream_events.h"
+#include "server/http_types.h"
+#include "server/metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::server {
+
+struct SessionSetup {
+  recipe::Protocol protocol = recipe::Protocol::ChatCompletions;
+  recipe::ParsingOptions parsing;
+  recipe::EventOptions events;
+  bool stream = false;
+  int64_t prompt_tokens = 0;
+  // Builds the event generator; default: recipe::make_event_generator(protocol, ...). The legacy
+  // Completions API plugs its own generator in here.
+  std::function<std::unique_ptr<recipe::OutputSink>(recipe::EventSink&)> make_generator;
+  std::function<void()> on_done;  // once, when the exchange has been answered
+};
+
+class GenerationSession final : public recipe::EventSink,
+                                public std::enable_shared_from_this<GenerationSession> {
+ public:
+  GenerationSession(SessionSetup setup, const tokenizer::Tokenizer& tokenizer,
+                    engine::Engine& engine, ResponderPtr responder, Metrics& metrics);
+
+  // Submits to the engine; on a submit error answers 400 and returns false.
+  bool start(engine::EngineRequest request);
+
+  void on_engine_event(const engine::RequestEvent& event);
+  void on_event(std::string_view name, std::string_view data) override;
+
+ private:
+  void feed(std::string_view text, int64_t tokens);
+  void finish(recipe::BackendFinish reason);
+  void abort_engine();
+  void flush_frames();
+  void close_exchange();
+
+  SessionSetup setup_;
+  const tokenizer::Tokenizer& tokenizer_;
+  engine::Engine& engine_;
+  ResponderPtr responder_;
+  Metrics& metrics_;
+  recipe::StreamProcessor processor_;
+  std::unique_ptr<recipe::ResponseAccumulator> complete_;
+  std::unique_ptr<recipe::OutputSink> generator_;
+  std::string pending_bytes_;  // detokenized bytes not yet ending on a UTF-8 boundary
+  int64_t pending_tokens_ = 0;
+  std::string frames_;         // SSE frames of the current engine event
+  std::atomic<uint64_t> handle_{0};
+  std::atomic<bool> abort_wanted_{false};
+  bool ready_sent_ = false;
+  bool done_ = false;    // no more model output is wanted
+  bool closed_ = false;  // the HTTP exchange has been answered
+  int32_t eos_token_id_ = -1;
+  std::chrono::steady_clock::time_point started_at_;
+};
+
+}  // namespace deepinfer::server

@@ -1,0 +1,86 @@
+// The official SDKs against a running deepinfer server (port in argv[2]): every reply must parse,
+// reasoning and tool calls must come out in each API's own shape, stream == non-stream.
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import Anthropic from "@anthropic-ai/sdk";
+
+const port = process.argv[2];
+const base = `http://127.0.0.1:${port}`;
+const model = "deepseek-v4-flash";
+const openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused", maxRetries: 0 });
+const anthropic = new Anthropic({ baseURL: base, apiKey: "unused", maxRetries: 0 });
+
+const tools = [{ type: "function", function: { name: "get_weather", description: "Weather",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+const history = [
+  { role: "user", content: "Weather in Paris?" },
+  { role: "assistant", content: "", tool_calls: [{ id: "call_1", type: "function",
+    function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } }] },
+  { role: "tool", tool_call_id: "call_1", content: "20C" },
+];
+
+async function chat() {
+  for (const thinking of ["enabled", "disabled"]) {
+    const body = { model, messages: history, tools, thinking: { type: thinking } };
+    const full = await openai.chat.completions.create(body);
+    const msg = full.choices[0].message;
+    assert.equal(msg.tool_calls[0].function.name, "get_weather");
+    assert.deepEqual(JSON.parse(msg.tool_calls[0].function.arguments), { city: "Paris" });
+    if (thinking === "enabled") assert.equal(msg.reasoning_content, "Let me check the weather.");
+    const stream = await openai.chat.completions.create({ ...body, stream: true,
+      stream_options: { include_usage: true } });
+    let content = "", args = "";
+    for await (const chunk of stream) {
+      const d = chunk.choices[0]?.delta ?? {};
+      if (typeof d.content === "string") content += d.content;
+      for (const tc of d.tool_calls ?? []) args += tc.function?.arguments ?? "";
+    }
+    assert.equal(content, msg.content);
+    assert.equal(args, msg.tool_calls[0].function.arguments);
+  }
+}
+
+async function responses() {
+  const body = { model, input: [
+    { role: "user", content: "Weather in Paris?" },
+    { type: "function_call", call_id: "c1", name: "get_weather", arguments: "{\"city\":\"Paris\"}" },
+    { type: "function_call_output", call_id: "c1", output: "20C" }],
+    tools: [{ type: "function", name: "get_weather", parameters: tools[0].function.parameters }] };
+  const full = await openai.responses.create(body);
+  assert.equal(full.status, "completed");
+  const call = full.output.find((o) => o.type === "function_call");
+  assert.deepEqual(JSON.parse(call.arguments), { city: "Paris" });
+  const stream = await openai.responses.create({ ...body, stream: true });
+  let completed;
+  for await (const event of stream) if (event.type === "response.completed") completed = event.response;
+  assert.deepEqual(completed.output.map((o) => o.type), full.output.map((o) => o.type));
+}
+
+async function messages() {
+  for (const thinking of [true, false]) {
+    const body = { model, max_tokens: 256,
+      messages: [{ role: "user", content: "Weather in Paris?" },
+        { role: "assistant", content: [{ type: "tool_use", id: "tu1", name: "get_weather", input: { city: "Paris" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "tu1", content: "20C" }] }],
+      tools: [{ name: "get_weather", input_schema: tools[0].function.parameters }],
+      thinking: thinking ? { type: "enabled", budget_tokens: 1024 } : { type: "disabled" } };
+    const full = await anthropic.messages.create(body);
+    assert.equal(full.stop_reason, "tool_use");
+    const use = full.content.find((b) => b.type === "tool_use");
+    assert.deepEqual(use.input, { city: "Paris" });
+    if (thinking) assert.equal(full.content[0].type, "thinking");
+    const final = await anthropic.messages.stream(body).finalMessage();
+    assert.deepEqual(final.content.map((b) => b.type), full.content.map((b) => b.type));
+    assert.deepEqual(final.content.find((b) => b.type === "tool_use").input, { city: "Paris" });
+  }
+}
+
+try {
+  await chat();
+  await responses();
+  await messages();
+  console.log("sdk e2e: ok");
+} catch (e) {
+  console.error("sdk e2e failed:", e);
+  process.exit(1);
+}
