@@ -161,11 +161,14 @@ TEST_P(OfficialV4, MtpLogitsOnTheMainPrefillStreams) {
   const std::span<const int32_t> next(ids.data() + 1, static_cast<size_t>(L - 1));
   Status status = model_->forward_mtp(mst, s, next, rows, got.data());
   ASSERT_TRUE(status.ok()) << status.error().message;
-  // The fixture has no MTP noise variant: use the main prefill's alt2 noise (the MTP input
-  // carries it).
-  const auto ref = ref_.f32("logits");
-  expect_within_bar(compare(got, ref_.f32("mtp_logits"), vocab_),
-                    compare(ref_.f32("alt2_logits"), ref, vocab_), "mtp");
+  // The MTP noise floor: alt2 run through the main prefill and the MTP block alike
+  // (mtp_noise.safetensors, tools/make_mtp_noise.py).
+  auto noise = model::SafetensorsFile::open(dir_ + "/mtp_noise.safetensors");
+  ASSERT_TRUE(noise.ok()) << noise.error().message;
+  Reference alt{std::move(noise.value())};
+  const auto ref = ref_.f32("mtp_logits");
+  expect_within_bar(compare(got, ref, vocab_), compare(alt.f32("alt2_mtp_logits"), ref, vocab_),
+                    "mtp");
 }
 
 TEST_P(OfficialV4, MtpRejectsMismatchedInput) {
