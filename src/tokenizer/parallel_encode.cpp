@@ -77,19 +77,19 @@ std::vector<size_t> Tokenizer::safe_cuts(std::string_view text, size_t chunk_byt
   return cuts;
 }
 
-void Tokenizer::encode_plain_any(std::string_view text, int threads,
+bool Tokenizer::encode_plain_any(std::string_view text, int threads,
                                  std::vector<TokenId>& out) const {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (threads > 1 && text.size() >= kMinParallelBytes) {
-    encode_plain_parallel(text, threads, out);
-    return;
+    return encode_plain_parallel(text, threads, out);
   }
   auto ws = acquire();
-  encode_plain_run(text, *ws, out);
+  const bool ok = encode_plain_run(text, *ws, out);
   release(std::move(ws));
+  return ok;
 }
 
-void Tokenizer::encode_plain_parallel(std::string_view text, int threads,
+bool Tokenizer::encode_plain_parallel(std::string_view text, int threads,
                                       std::vector<TokenId>& out) const {
   const size_t chunk = std::max(kMinChunkBytes, text.size() / (static_cast<size_t>(threads) * 4));
   std::vector<size_t> bounds = safe_cuts(text, chunk);
@@ -98,12 +98,13 @@ void Tokenizer::encode_plain_parallel(std::string_view text, int threads,
   const size_t n = bounds.size() - 1;
   std::vector<std::vector<TokenId>> parts(n);
   std::atomic<size_t> next{0};
+  std::atomic<bool> ok{true};
   auto worker = [&] {
     auto ws = acquire();
     for (size_t i = next++; i < n; i = next++) {
       const std::string_view piece = text.substr(bounds[i], bounds[i + 1] - bounds[i]);
       parts[i].reserve(piece.size() / 3 + 1);
-      encode_plain_run(piece, *ws, parts[i]);
+      if (!encode_plain_run(piece, *ws, parts[i])) ok = false;
     }
     release(std::move(ws));
   };
@@ -117,6 +118,7 @@ void Tokenizer::encode_plain_parallel(std::string_view text, int threads,
   for (const auto& p : parts) total += p.size();
   out.reserve(out.size() + total);
   for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return ok;
 }
 
 }  // namespace deepinfer::tokenizer

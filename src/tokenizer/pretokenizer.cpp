@@ -18,6 +18,8 @@ struct PreTokenizer::Step {
 
 PreTokenizer::Workspace::~Workspace() {
   for (void* m : match) pcre2_match_data_free(static_cast<pcre2_match_data*>(m));
+  pcre2_match_context_free(static_cast<pcre2_match_context*>(context));
+  pcre2_jit_stack_free(static_cast<pcre2_jit_stack*>(jit_stack));
 }
 
 std::string translate_oniguruma_pattern(std::string_view p) {
@@ -114,6 +116,15 @@ Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(std::vector<SplitRule
 
 std::unique_ptr<PreTokenizer::Workspace> PreTokenizer::make_workspace() const {
   std::unique_ptr<Workspace> ws(new Workspace());
+  // Linear-time patterns (the DeepSeek and GPT-2 ones) may still backtrack across a whole
+  // whitespace run: allow that for multi-megabyte inputs instead of giving up early.
+  auto* ctx = pcre2_match_context_create(nullptr);
+  pcre2_set_match_limit(ctx, 1u << 30);
+  pcre2_set_depth_limit(ctx, 1u << 24);
+  auto* stack = pcre2_jit_stack_create(32 * 1024, 16 * 1024 * 1024, nullptr);
+  if (stack != nullptr) pcre2_jit_stack_assign(ctx, nullptr, stack);
+  ws->context = ctx;
+  ws->jit_stack = stack;
   for (const Step* s : steps_) {
     ws->match.push_back(pcre2_match_data_create_from_pattern(s->code, nullptr));
     ws->segments.emplace_back();

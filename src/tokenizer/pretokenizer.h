@@ -49,6 +49,9 @@ class PreTokenizer {
     };
     std::vector<void*> match;                    // pcre2_match_data*, one per step
     std::vector<std::vector<Segment>> segments;  // per step, for the merging behaviors
+    void* context = nullptr;                     // pcre2_match_context* with raised limits
+    void* jit_stack = nullptr;                   // pcre2_jit_stack*
+    bool failed = false;                         // a match hit a PCRE2 resource limit
   };
 
   static Result<std::unique_ptr<PreTokenizer>> create(std::vector<SplitRule> rules);
@@ -59,9 +62,10 @@ class PreTokenizer {
   std::unique_ptr<Workspace> make_workspace() const;
 
   // Calls sink(begin, end) for every piece of text[0, size) in order. text must be valid
-  // UTF-8 (not re-checked). Pieces are never empty.
+  // UTF-8 (not re-checked). Pieces are never empty. Returns false if the regex engine gave up
+  // (a resource limit; the pieces are then incomplete).
   template <class Sink>
-  void split(std::string_view text, Workspace& ws, Sink&& sink) const;
+  bool split(std::string_view text, Workspace& ws, Sink&& sink) const;
 
   // Convenience form for tests: the pieces as strings.
   std::vector<std::string> split_to_strings(std::string_view text) const;
@@ -83,12 +87,14 @@ class PreTokenizer {
 };
 
 template <class Sink>
-void PreTokenizer::split(std::string_view text, Workspace& ws, Sink&& sink) const {
+bool PreTokenizer::split(std::string_view text, Workspace& ws, Sink&& sink) const {
   using S = std::remove_reference_t<Sink>;
   Emit emit = [](void* ctx, uint32_t b, uint32_t e) { (*static_cast<S*>(ctx))(b, e); };
-  if (text.empty()) return;
+  ws.failed = false;
+  if (text.empty()) return true;
   run(0, text, 0, static_cast<uint32_t>(text.size()), ws, emit,
       const_cast<void*>(static_cast<const void*>(&sink)));
+  return !ws.failed;
 }
 
 }  // namespace deepinfer::tokenizer

@@ -30,14 +30,16 @@ void Tokenizer::release(std::unique_ptr<Workspace> ws) const {
   if (pool_.size() < 64) pool_.push_back(std::move(ws));
 }
 
-void Tokenizer::encode_plain_run(std::string_view text, Workspace& ws,
+bool Tokenizer::encode_plain_run(std::string_view text, Workspace& ws,
                                  std::vector<TokenId>& out) const {
-  pre_->split(text, *ws.pre, [&](uint32_t b, uint32_t e) {
+  return pre_->split(text, *ws.pre, [&](uint32_t b, uint32_t e) {
     bpe_->encode_word(text.substr(b, e - b), ws.bpe, out);
   });
 }
 
 namespace {
+
+const Error kRegexLimit{"the pre-tokenizer regex hit a PCRE2 resource limit on this input"};
 
 Status check_utf8(std::string_view text) {
   const size_t bad = utf8_error_offset(text);
@@ -50,7 +52,7 @@ Status check_utf8(std::string_view text) {
 Status Tokenizer::encode_plain_append(std::string_view text, std::vector<TokenId>& out,
                                       int threads) const {
   if (Status s = check_utf8(text); !s) return s;
-  encode_plain_any(text, threads, out);
+  if (!encode_plain_any(text, threads, out)) return kRegexLimit;
   return Status::Ok();
 }
 
@@ -64,9 +66,12 @@ Result<std::vector<TokenId>> Tokenizer::encode(std::string_view text, int thread
   if (Status s = check_utf8(text); !s) return s.error();
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 1);
+  bool ok = true;
   added_.split(
-      text, [&](size_t b, size_t e) { encode_plain_any(text.substr(b, e - b), threads, out); },
+      text,
+      [&](size_t b, size_t e) { ok = encode_plain_any(text.substr(b, e - b), threads, out) && ok; },
       [&](TokenId id) { out.push_back(id); });
+  if (!ok) return kRegexLimit;
   return out;
 }
 
@@ -98,11 +103,15 @@ Result<std::vector<TokenId>> Tokenizer::encode_segments(std::string_view prompt,
                    "\" is not a token of this "
                    "tokenizer"};
     }
-    if (span.begin > pos) encode_plain_any(prompt.substr(pos, span.begin - pos), threads, out);
+    if (span.begin > pos && !encode_plain_any(prompt.substr(pos, span.begin - pos), threads, out)) {
+      return kRegexLimit;
+    }
     out.push_back(t->id);
     pos = span.end;
   }
-  if (pos < prompt.size()) encode_plain_any(prompt.substr(pos), threads, out);
+  if (pos < prompt.size() && !encode_plain_any(prompt.substr(pos), threads, out)) {
+    return kRegexLimit;
+  }
   return out;
 }
 

@@ -79,9 +79,10 @@ class Tokenizer {
   Tokenizer() = default;
   std::unique_ptr<Workspace> acquire() const;
   void release(std::unique_ptr<Workspace> ws) const;
-  void encode_plain_run(std::string_view text, Workspace& ws, std::vector<TokenId>& out) const;
-  void encode_plain_parallel(std::string_view text, int threads, std::vector<TokenId>& out) const;
-  void encode_plain_any(std::string_view text, int threads, std::vector<TokenId>& out) const;
+  // These return false when the pre-tokenizer gave up (see PreTokenizer::split).
+  bool encode_plain_run(std::string_view text, Workspace& ws, std::vector<TokenId>& out) const;
+  bool encode_plain_parallel(std::string_view text, int threads, std::vector<TokenId>& out) const;
+  bool encode_plain_any(std::string_view text, int threads, std::vector<TokenId>& out) const;
 
   std::unique_ptr<PreTokenizer> pre_;
   std::unique_ptr<BpeModel> bpe_;

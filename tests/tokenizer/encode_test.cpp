@@ -132,3 +132,20 @@ TEST(TokenizerEncode, LongRunsUseTheHeapMergeAndMatchShortRuns) {
 
 }  // namespace
 }  // namespace deepinfer::tokenizer
+
+namespace deepinfer::tokenizer {
+namespace {
+
+TEST(TokenizerEncode, HugeRunsDoNotHitRegexLimits) {
+  DEEPINFER_REQUIRE_TOKENIZER(tok, true);
+  for (const std::string& text : {std::string(200000, ' ') + "b", std::string(100000, '\n') + " x",
+                                  std::string(150000, 'a') + std::string(50000, '.') + "\n",
+                                  std::string(100000, ' ') + "\n" + std::string(100000, '\t')}) {
+    auto ids = tok->encode(text);
+    ASSERT_TRUE(ids.ok()) << ids.error().message;
+    EXPECT_EQ(tok->decode(ids.value()).value(), text);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::tokenizer
