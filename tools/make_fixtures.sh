@@ -41,6 +41,8 @@ case "$what" in
     # committed file over 2 MB).
     official_fixture() {  # name config seed seq_len
       python3 $T/make_official_v4.py --config "$2" --seed "$3" --seq-len "$4" --out "$work/$1"
+      # MTP noise floor (keep only alt2_mtp_logits when committing)
+      python3 tools/make_mtp_noise.py --tools $T --fixture "$work/$1" --out "$work/$1/mtp_noise.safetensors"
       tar czf "$out/$1.tgz" -C "$work" "$1"
     }
     # a: CSA+hash, HCA+hash, SWA, CSA, HCA + MTP; heads 8 x 96 (RoPE 32); window 24; YaRN 4.
