@@ -11,6 +11,7 @@
 #include "backend/cpu/fp8.h"
 #include "backend/cpu/quant_linear.h"
 #include "backend/cpu/thread_pool.h"
+#include "model/model.h"
 
 namespace {
 
@@ -150,6 +151,55 @@ void BM_Sgemm_128x2048x4096(benchmark::State& state) {
                          benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_Sgemm_128x2048x4096)->Arg(1)->Arg(2)->UseRealTime();
+
+// Whole quantized model (official numerics): the committed official fixtures, 2 threads.
+std::unique_ptr<deepinfer::model::Model> load_fixture(const char* name) {
+  auto m =
+      deepinfer::model::Model::load(std::string(DEEPINFER_SOURCE_DIR) + "/tests/fixtures/" + name,
+                                    deepinfer::model::ModelOptions{2});
+  return m.ok() ? std::move(m.value()) : nullptr;
+}
+
+void BM_OfficialPrefill(benchmark::State& state, const char* name) {
+  auto m = load_fixture(name);
+  if (!m) {
+    state.SkipWithError("fixture missing");
+    return;
+  }
+  std::vector<int32_t> ids(256);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(3 + i * 7 % 300);
+  const int64_t last[] = {255};
+  std::vector<float> logits(static_cast<size_t>(m->config().vocab_size));
+  for (auto _ : state) {
+    auto st = m->new_state();
+    benchmark::DoNotOptimize(m->forward(st, ids, last, logits.data()).ok());
+  }
+  state.counters["tokens/s"] =
+      benchmark::Counter(256.0 * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+void BM_OfficialDecode(benchmark::State& state, const char* name) {
+  auto m = load_fixture(name);
+  if (!m) {
+    state.SkipWithError("fixture missing");
+    return;
+  }
+  std::vector<int32_t> prompt(64, 5);
+  const int64_t zero[] = {0};
+  std::vector<float> logits(static_cast<size_t>(m->config().vocab_size));
+  auto st = m->new_state();
+  (void)m->forward(st, prompt, {}, nullptr);
+  int32_t tok = 7;
+  for (auto _ : state) {
+    const int32_t ids[] = {tok};
+    benchmark::DoNotOptimize(m->forward(st, ids, zero, logits.data()).ok());
+    tok = 3 + (tok * 13) % 300;
+  }
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_OfficialPrefill, official_v4_a, "official_v4_a")->UseRealTime();
+BENCHMARK_CAPTURE(BM_OfficialDecode, official_v4_a, "official_v4_a")->UseRealTime();
 
 }  // namespace
 
