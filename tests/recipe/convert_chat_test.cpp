@@ -218,7 +218,30 @@ INSTANTIATE_TEST_SUITE_P(
                   "reasoning_effort: unknown variant `ultra`, expected one of `none`, `minimal`, "
                   "`low`, `medium`, `high`, `xhigh`, `max`"},
         ErrorCase{"TemperatureString", with_user(R"(,"temperature":"hot")"),
-                  "temperature: expected a number"}),
+                  "temperature: expected a number"},
+        // Tool-result block paths carry the reference adapter's "content.content" prefix.
+        ErrorCase{
+            "ToolResultImagePath",
+            R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":[{"type":"image_url","image_url":{"url":"nope"}}]}]})",
+            "messages[2].content.content[0].image_url.url: Unsupported image_url format"},
+        ErrorCase{
+            "FileWithoutData",
+            R"({"model":"m","messages":[{"role":"user","content":[{"type":"file","filename":"a.png"}]}]})",
+            "messages[0].content[0]: file must have file_data"},
+        ErrorCase{
+            "UnknownImageDetail",
+            R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/a.png","detail":"ultra"}}]}]})",
+            "messages[0].content[0].image_url.detail: unknown variant `ultra`, expected one "
+            "of `low`, `high`, `original`, `auto`"},
+        ErrorCase{
+            "UnknownBlockType",
+            R"({"model":"m","messages":[{"role":"user","content":[{"type":"input_audio"}]}]})",
+            "messages[0].content[0]: unknown variant `input_audio`, expected one of `text`, "
+            "`image_url`, `file`"},
+        ErrorCase{
+            "MissingToolCallId",
+            R"({"model":"m","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","content":"r"}]})",
+            "messages[2]: missing field `tool_call_id`"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return std::string(info.param.name); });
 
 TEST(ChatConvert, BodyNotObject) {

@@ -216,6 +216,15 @@ INSTANTIATE_TEST_SUITE_P(
             with_messages(
                 R"({"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}},{"type":"tool_use","id":"t","name":"f","input":{}}]})"),
             "messages.1.content.1: `tool_use` ids must be unique"},
+        ErrorCase{
+            "ToolResultImagePath",
+            with_messages(
+                R"({"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r"},{"type":"image","source":{"type":"file","file_id":"f"}}]}]})"),
+            "messages.2.content[0][1]: file_id is not supported. Pass the image as a "
+            "base64 data url instead."},
+        ErrorCase{"UnknownRole", with_messages(R"({"role":"tool","content":"x"})"),
+                  "messages.0: unknown variant `tool`, expected one of `user`, `assistant`, "
+                  "`system`"},
         ErrorCase{"UnknownBlock", with_messages(R"({"role":"user","content":[{"type":"audio"}]})"),
                   "Unsupported content block"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return std::string(info.param.name); });

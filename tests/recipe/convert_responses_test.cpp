@@ -154,6 +154,34 @@ INSTANTIATE_TEST_SUITE_P(
             "MessageBeforeOutput",
             body(std::string(R"("input":[)") + kCall + R"(,{"role":"user","content":"next"}])"),
             "No tool output found for tool call c1."},
+        ErrorCase{
+            "OutputImagePath",
+            body(
+                std::string(R"("input":[)") + kCall +
+                R"(,{"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":"x"}]}])"),
+            "input[1].output[0].image_url: Unsupported image_url format"},
+        ErrorCase{
+            "ImageWithoutSource",
+            body(R"("input":[{"role":"user","content":[{"type":"input_image","detail":"low"}]}])"),
+            "input[0].content[0]: input_image must have image_url or file_id"},
+        ErrorCase{
+            "ImageWithBothSources",
+            body(
+                R"("input":[{"role":"user","content":[{"type":"input_image","image_url":"https://x/a.png","file_id":"f"}]}])"),
+            "input[0].content[0]: input_image cannot have both image_url and file_id"},
+        ErrorCase{
+            "DuplicateNamespace",
+            body(
+                R"("input":"x","tools":[{"type":"namespace","name":"ns","tools":[]},{"type":"namespace","name":"ns","tools":[]}])"),
+            "tools[1]: duplicate namespace name 'ns'"},
+        ErrorCase{
+            "DuplicateNamespaceMember",
+            body(
+                R"("input":"x","tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"a"},{"type":"function","name":"a"}]}])"),
+            "tools[0].tools[1]: tool names within a namespace must be unique"},
+        ErrorCase{"UnknownRole", body(R"("input":[{"role":"tool","content":"x"}])"),
+                  "input[0].role: unknown variant `tool`, expected one of `user`, `assistant`, "
+                  "`system`, `developer`"},
         ErrorCase{"UnknownEffort", body(R"("input":"x","reasoning":{"effort":"ultra"})"),
                   "reasoning.effort: unknown variant `ultra`, expected one of `none`, "
                   "`minimal`, `low`, `medium`, `high`, `xhigh`, `max`"}),
@@ -165,6 +193,10 @@ TEST(ResponsesConvert, WebSearchRejectOption) {
   auto result = responses(body(R"("input":"x","tools":[{"type":"web_search"}])"), reject);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().detail, "Server tools are not supported");
+  auto choice =
+      responses(body(R"("input":"x","tool_choice":{"type":"web_search_2025_08_26"})"), reject);
+  ASSERT_FALSE(choice.ok());
+  EXPECT_EQ(choice.error().detail, "Server tools are not supported");
 }
 
 TEST(ResponsesConvert, InstructionsAndStringInput) {
