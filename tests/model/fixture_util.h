@@ -1,7 +1,11 @@
 // Test helpers: reading reference tensors of a fixture folder (reference.safetensors).
 #pragma once
 
+#include <cmath>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +54,53 @@ inline int argmax(const float* x, int n) {
     if (x[i] > x[best]) best = i;
   }
   return best;
+}
+
+}  // namespace deepinfer::model::testing
+
+namespace deepinfer::model::testing {
+
+// A minimal safetensors writer for tests: name → (dtype, shape, bytes), sorted by name.
+struct RawTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+inline std::string safetensors_image(const std::map<std::string, RawTensor>& tensors) {
+  std::string header = "{";
+  std::string data;
+  bool first = true;
+  for (const auto& [name, t] : tensors) {
+    header += first ? "" : ",";
+    first = false;
+    header += "\"" + name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i) header += (i ? "," : "") + std::to_string(t.shape[i]);
+    header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," +
+              std::to_string(data.size() + t.bytes.size()) + "]}";
+    data += t.bytes;
+  }
+  header += "}";
+  while (header.size() % 8) header += ' ';
+  std::string out(8, '\0');
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return out + header + data;
+}
+
+inline std::map<std::string, RawTensor> read_raw(const std::string& path) {
+  std::map<std::string, RawTensor> out;
+  auto f = SafetensorsFile::open(path);
+  if (!f) return out;
+  for (const auto& [name, t] : f.value()->tensors()) {
+    out[name] = RawTensor{dtype_name(t.dtype), t.shape,
+                          std::string(reinterpret_cast<const char*>(t.data), static_cast<size_t>(t.nbytes))};
+  }
+  return out;
+}
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
 }
 
 }  // namespace deepinfer::model::testing
