@@ -20,17 +20,34 @@ bool StreamProcessor::process(const InferenceChunk& chunk, OutputSink& sink) {
     case InferenceChunk::Kind::Text:
       if (!started_) start(sink);
       usage_.completion_tokens += chunk.content_tokens;
-      applier_.begin(sink, chunk.content);
-      machine_.feed(chunk.content, applier_);
-      applier_.end();
-      if (applier_.stop_sequence_matched()) {
-        finish(sink, std::nullopt);
-        return false;
+      if (!chunk.content.empty() && applier_.drained()) {
+        // Fast path: nothing queued and no byte that could begin a marker.
+        OutputAction action;
+        if (machine_.feed_unmarked(chunk.content, &action)) {
+          applier_.apply_whole_run(sink, action, chunk.content);
+          return true;
+        }
       }
-      return true;
+      return process_text(chunk, sink);
     case InferenceChunk::Kind::Finish:
       finish(sink, chunk.finish);
       return false;
+  }
+  return true;
+}
+
+bool StreamProcessor::process_text(const InferenceChunk& chunk, OutputSink& sink) {
+  applier_.begin(sink, chunk.content);
+  for (std::string_view rest = chunk.content;;) {
+    segments_.clear();
+    rest.remove_prefix(machine_.feed(rest, segments_));
+    applier_.apply(segments_);
+    if (rest.empty()) break;
+  }
+  applier_.end();
+  if (applier_.stop_sequence_matched()) {
+    finish(sink, std::nullopt);
+    return false;
   }
   return true;
 }
@@ -52,7 +69,9 @@ void StreamProcessor::finish(OutputSink& sink, std::optional<BackendFinish> back
   done_ = true;
   if (!started_) start(sink);
   applier_.begin_final(sink);
-  machine_.finish(applier_);
+  segments_.clear();
+  machine_.finish(segments_);
+  applier_.apply(segments_);
   applier_.end();
 
   OutputChunk chunk;

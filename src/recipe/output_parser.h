@@ -35,10 +35,12 @@ class StreamProcessor {
 
  private:
   void start(OutputSink& sink);
+  bool process_text(const InferenceChunk& chunk, OutputSink& sink);
   void finish(OutputSink& sink, std::optional<BackendFinish> backend);
 
   OutputStageMachine machine_;
   OutputSegmentApplier applier_;
+  SegmentBatch segments_;
   std::optional<std::string> system_fingerprint_;
   Usage usage_;
   bool started_ = false;

@@ -71,24 +71,54 @@ void OutputSegmentApplier::begin(OutputSink& sink, std::string_view text) {
   ends_.push_back(view_begin_ + text.size());
 }
 
-void OutputSegmentApplier::begin_final(OutputSink& sink) { sink_ = &sink; }
-
-void OutputSegmentApplier::on_segment(OutputAction action, size_t length) {
-  if (has_pending_ && pending_action_ == action) {
-    pending_length_ += length;
-    return;
-  }
-  if (has_pending_) {
-    apply_whole_chunks();
-    if (pending_length_ > 0) pop(pending_action_, pending_length_);
-  }
+void OutputSegmentApplier::apply_whole_run(OutputSink& sink, OutputAction action,
+                                           std::string_view text) {
+  sink_ = &sink;
   has_pending_ = true;
   pending_action_ = action;
-  pending_length_ = length;
+  pending_length_ = 0;
+  front_ += text.size();
+  stash_begin_ = front_;
+  if (action == OutputAction::Raw || action == OutputAction::Reasoning) {
+    last_pop_ = action;
+    sink.on_output(text_chunk(
+        action == OutputAction::Raw ? OutputChunk::Kind::Raw : OutputChunk::Kind::Reasoning, text));
+  } else {
+    emit(action, text);
+  }
+  sink_ = nullptr;
+}
+
+void OutputSegmentApplier::begin_final(OutputSink& sink) { sink_ = &sink; }
+
+void OutputSegmentApplier::apply(const SegmentBatch& batch) {
+  for (size_t i = 0; i < batch.size; ++i) {
+    const ActionSegment& segment = batch.items[i];
+    if (has_pending_ && pending_action_ == segment.action) {
+      pending_length_ += segment.length;
+      continue;
+    }
+    if (has_pending_) {
+      apply_whole_chunks();
+      if (pending_length_ > 0) pop(pending_action_, pending_length_);
+    }
+    has_pending_ = true;
+    pending_action_ = segment.action;
+    pending_length_ = segment.length;
+  }
 }
 
 void OutputSegmentApplier::end() {
   if (has_pending_) apply_whole_chunks();
+  sink_ = nullptr;
+  if (head_ == ends_.size()) {  // everything popped (the usual case)
+    ends_.clear();
+    head_ = 0;
+    stash_.clear();
+    stash_begin_ = front_;
+    has_view_ = false;
+    return;
+  }
   // Keep what is still queued: drop consumed stash bytes, copy the unpopped rest of the view.
   const uint64_t stash_end = stash_begin_ + stash_.size();
   if (front_ >= stash_end) {
@@ -102,15 +132,9 @@ void OutputSegmentApplier::end() {
     const uint64_t from = std::max(front_, view_begin_);
     stash_.append(view_.substr(from - view_begin_));
     has_view_ = false;
-    view_ = {};
   }
-  if (head_ == ends_.size()) {
-    ends_.clear();
-  } else if (head_ > 0) {
-    ends_.erase(ends_.begin(), ends_.begin() + static_cast<std::ptrdiff_t>(head_));
-  }
+  ends_.erase(ends_.begin(), ends_.begin() + static_cast<std::ptrdiff_t>(head_));
   head_ = 0;
-  sink_ = nullptr;
 }
 
 void OutputSegmentApplier::apply_whole_chunks() {
@@ -130,12 +154,11 @@ void OutputSegmentApplier::pop(OutputAction action, size_t length) {
   } else {
     front_ = ends_[head_++];
   }
-  emit(action, bytes(begin, front_));
-}
-
-std::string_view OutputSegmentApplier::bytes(uint64_t begin, uint64_t end) const {
-  if (has_view_ && begin >= view_begin_) return view_.substr(begin - view_begin_, end - begin);
-  return std::string_view(stash_).substr(begin - stash_begin_, end - begin);
+  // A popped piece lies within one input chunk: wholly in the view or wholly in the stash.
+  const size_t n = front_ - begin;
+  emit(action, has_view_ && begin >= view_begin_
+                   ? view_.substr(begin - view_begin_, n)
+                   : std::string_view(stash_).substr(begin - stash_begin_, n));
 }
 
 void OutputSegmentApplier::emit(OutputAction action, std::string_view text) {

@@ -15,7 +15,7 @@ namespace deepinfer::recipe {
 
 class OutputSink;
 
-class OutputSegmentApplier final : public SegmentSink {
+class OutputSegmentApplier {
  public:
   OutputSegmentApplier();
 
@@ -24,9 +24,16 @@ class OutputSegmentApplier final : public SegmentSink {
   void begin(OutputSink& sink, std::string_view text);
   // Routes output to `sink` without a new chunk (for the stage machine's finish()).
   void begin_final(OutputSink& sink);
-  void on_segment(OutputAction action, size_t length) override;
+  // Merges the batch into the pending run, popping runs whose action ended.
+  void apply(const SegmentBatch& batch);
   // Applies the pending run as far as whole chunks fit; keeps the rest for the next chunk.
   void end();
+
+  // True when every queued byte has been popped.
+  bool drained() const { return head_ == ends_.size() && stash_.empty(); }
+  // Fast path for a drained FIFO: `text` is one whole run of `action` (what begin(), the
+  // segment (action, text.size()) and end() would do). `text` must not be empty.
+  void apply_whole_run(OutputSink& sink, OutputAction action, std::string_view text);
 
   bool stop_sequence_matched() const { return stop_matched_; }
   std::string_view stop_sequence() const { return stop_sequence_; }
@@ -35,8 +42,7 @@ class OutputSegmentApplier final : public SegmentSink {
  private:
   void apply_whole_chunks();
   void pop(OutputAction action, size_t length);
-  void emit(OutputAction action, std::string_view bytes);
-  std::string_view bytes(uint64_t begin, uint64_t end) const;
+  void emit(OutputAction action, std::string_view text);
 
   OutputSink* sink_ = nullptr;
 

@@ -46,7 +46,16 @@ std::string_view output_action_label(OutputAction action) {
 OutputStageMachine::OutputStageMachine(const ParsingOptions& options) {
   for (size_t s = 0; s < kOutputStageCount; ++s) build_stage(static_cast<OutputStage>(s), options);
   size_t most = 0;
-  for (const StageTable& t : stages_) most = std::max(most, t.branches.size());
+  for (StageTable& t : stages_) {
+    most = std::max(most, t.branches.size());
+    for (Branch& b : t.branches) {
+      const Pattern& p = patterns_[b.pattern];
+      b.kind = p.kind;
+      b.size = static_cast<uint32_t>(p.text.size());
+      b.text = reinterpret_cast<const uint8_t*>(p.text.data());
+      b.failure = p.failure.data();
+    }
+  }
   match_.resize(most);
 
   OutputStage initial = OutputStage::CommonLeading;
@@ -201,43 +210,41 @@ void OutputStageMachine::enter(OutputStage stage) {
   idle_ = true;
 }
 
-bool OutputStageMachine::step(uint8_t byte, SegmentSink& sink) {
+void OutputStageMachine::step(uint8_t byte, SegmentBatch& out) {
   uint32_t busy = 0;
   const std::vector<Branch>& branches = table_->branches;
   for (size_t k = 0; k < branches.size(); ++k) {
     const Branch& branch = branches[k];
-    const Pattern& p = patterns_[branch.pattern];
     MatchState& m = match_[k];
     bool complete = false;
     uint32_t matched = 0;
-    if (p.kind == PatternKind::LeadingNewline) {
+    if (branch.kind == PatternKind::LeadingNewline) {
       complete = fresh_ && byte == '\n';
       matched = 1;
     } else {
-      const uint8_t* s = reinterpret_cast<const uint8_t*>(p.text.data());
-      if (p.kind == PatternKind::NewlinesAnd && m.len == 0 && byte == '\n') {
+      const uint8_t* s = branch.text;
+      if (branch.kind == PatternKind::NewlinesAnd && m.len == 0 && byte == '\n') {
         ++m.newlines;
       } else {
         uint32_t next = m.len;
-        while (next > 0 && s[next] != byte) next = p.failure[next - 1];
+        while (next > 0 && s[next] != byte) next = branch.failure[next - 1];
         if (s[next] == byte) ++next;
         if (next <= m.len) m.newlines = 0;
         m.len = next;
       }
-      complete = m.len == p.text.size();
+      complete = m.len == branch.size;
       matched = m.len + m.newlines;
     }
     if (complete) {
-      if (matched < stashed_) sink.on_segment(table_->unmatched, stashed_ - matched);
-      if (matched > 0) sink.on_segment(branch.action, matched);
+      if (matched < stashed_) out.push(table_->unmatched, stashed_ - matched);
+      if (matched > 0) out.push(branch.action, matched);
       enter(branch.next);
-      return true;
+      return;
     }
     busy |= m.len | m.newlines;
   }
   fresh_ = false;
   idle_ = busy == 0;
-  return false;
 }
 
 uint32_t OutputStageMachine::hold() const {
@@ -248,7 +255,7 @@ uint32_t OutputStageMachine::hold() const {
   return most;
 }
 
-void OutputStageMachine::feed(std::string_view bytes, SegmentSink& sink) {
+size_t OutputStageMachine::feed(std::string_view bytes, SegmentBatch& out) {
   const uint8_t* data = reinterpret_cast<const uint8_t*>(bytes.data());
   const size_t n = bytes.size();
   size_t i = 0;
@@ -262,18 +269,30 @@ void OutputStageMachine::feed(std::string_view bytes, SegmentSink& sink) {
       i = j;
       if (i == n) break;
     }
+    if (out.size + 3 > SegmentBatch::kCapacity) return i;  // room for a match and the tail
     ++stashed_;
-    step(data[i++], sink);
+    step(data[i++], out);
   }
   const uint32_t held = idle_ ? 0 : hold();
   if (held < stashed_) {
-    sink.on_segment(table_->unmatched, stashed_ - held);
+    out.push(table_->unmatched, stashed_ - held);
     stashed_ = held;
   }
+  return n;
 }
 
-void OutputStageMachine::finish(SegmentSink& sink) {
-  if (stashed_ > 0) sink.on_segment(table_->unmatched, stashed_);
+bool OutputStageMachine::feed_unmarked(std::string_view bytes, OutputAction* action) {
+  if (!idle_ || fresh_ || stashed_ != 0) return false;
+  const std::array<bool, 256>& starts = table_->starts;
+  bool marked = false;
+  for (char c : bytes) marked |= starts[static_cast<uint8_t>(c)];
+  if (marked) return false;
+  *action = table_->unmatched;
+  return true;
+}
+
+void OutputStageMachine::finish(SegmentBatch& out) {
+  if (stashed_ > 0) out.push(table_->unmatched, stashed_);
   stashed_ = 0;
 }
 

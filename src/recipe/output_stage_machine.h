@@ -62,21 +62,34 @@ enum class OutputStage : uint8_t {
 };
 inline constexpr size_t kOutputStageCount = 15;
 
-// Receives the segments of one feed()/finish(), in byte order; lengths are > 0.
-class SegmentSink {
- public:
-  virtual ~SegmentSink() = default;
-  virtual void on_segment(OutputAction action, size_t length) = 0;
+struct ActionSegment {
+  OutputAction action = OutputAction::Skip;
+  size_t length = 0;  // > 0
+};
+
+// A fixed-capacity batch of segments in byte order; filled by feed()/finish().
+struct SegmentBatch {
+  static constexpr size_t kCapacity = 32;
+  std::array<ActionSegment, kCapacity> items;
+  size_t size = 0;
+  void clear() { size = 0; }
+  void push(OutputAction action, size_t length) { items[size++] = ActionSegment{action, length}; }
 };
 
 class OutputStageMachine {
  public:
   explicit OutputStageMachine(const ParsingOptions& options);
 
-  // Classifies `bytes`; bytes that may begin a marker stay held for the next feed.
-  void feed(std::string_view bytes, SegmentSink& sink);
-  // The source ended: held bytes get the current stage's unmatched action.
-  void finish(SegmentSink& sink);
+  // Classifies `bytes`, appending segments to `out`; bytes that may begin a marker stay held
+  // for the next feed. Returns the bytes consumed: fewer than bytes.size() only when `out`
+  // filled up, in which case the caller drains it and feeds the rest.
+  size_t feed(std::string_view bytes, SegmentBatch& out);
+  // Fast path for a chunk without marker bytes: when nothing is held and no byte of `bytes` can
+  // begin a marker, consumes them all and returns true with `*action` = the action feed() would
+  // give the whole chunk; otherwise returns false and changes nothing.
+  bool feed_unmarked(std::string_view bytes, OutputAction* action);
+  // The source ended: held bytes get the current stage's unmatched action (≤ 1 segment).
+  void finish(SegmentBatch& out);
 
   OutputStage stage() const { return stage_; }
 
@@ -91,6 +104,11 @@ class OutputStageMachine {
     uint32_t pattern = 0;  // index into patterns_
     OutputStage next = OutputStage::Finished;
     OutputAction action = OutputAction::Skip;
+    // Copied from patterns_[pattern] once all stages are built (hot loop, no indirection).
+    PatternKind kind = PatternKind::String;
+    uint32_t size = 0;
+    const uint8_t* text = nullptr;
+    const uint32_t* failure = nullptr;
   };
   struct StageTable {
     std::vector<Branch> branches;  // priority order
@@ -105,8 +123,8 @@ class OutputStageMachine {
   uint32_t add_pattern(PatternKind kind, std::string_view text);
   void build_stage(OutputStage stage, const ParsingOptions& options);
   void enter(OutputStage stage);
-  // Feeds one byte to the branches; true when a branch matched (segments emitted, stage changed).
-  bool step(uint8_t byte, SegmentSink& sink);
+  // Feeds one byte to the branches; on a match emits ≤ 2 segments and changes stage.
+  void step(uint8_t byte, SegmentBatch& out);
   uint32_t hold() const;
 
   std::vector<Pattern> patterns_;
