@@ -3,21 +3,6 @@
 #include "server/api_errors.h"
 
 namespace deepinfer::server {
-namespace {
-
-// Length of the longest prefix of `s` that does not end inside a UTF-8 sequence.
-size_t complete_utf8_prefix(std::string_view s) {
-  size_t n = s.size();
-  for (size_t back = 1; back <= 4 && back <= n; ++back) {
-    const auto c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    return need > back ? n - back : n;
-  }
-  return n;
-}
-
-}  // namespace
 
 GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokenizer& tokenizer,
                                      engine::Engine& engine, ResponderPtr responder,
@@ -27,6 +12,7 @@ GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokeni
       engine_(engine),
       responder_(std::move(responder)),
       metrics_(metrics),
+      decoder_(tokenizer),
       processor_(setup_.parsing),
       eos_token_id_(tokenizer.added_token_id("<｜end▁of▁sentence｜>")),
       started_at_(std::chrono::steady_clock::now()) {
@@ -86,20 +72,20 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
                           ev.sample.token == eos_token_id_;
     ++pending_tokens_;  // the EOS token counts as a completion token, like any other
     if (!eos_like) {
-      pending_bytes_ += tokenizer_.token_bytes(ev.sample.token);
-      const size_t ready_len = complete_utf8_prefix(pending_bytes_);
-      if (ready_len > 0) {
-        feed(std::string_view(pending_bytes_).substr(0, ready_len), pending_tokens_);
-        pending_bytes_.erase(0, ready_len);
+      text_.clear();
+      // Special tokens stay text: the parser needs </think> and ｜DSML｜ (spec §4.10).
+      if (decoder_.push(ev.sample.token, text_).ok() && !text_.empty()) {
+        feed(text_, pending_tokens_);
         pending_tokens_ = 0;
       }
     }
   }
   if (ev.finish != engine::FinishReason::kNone && !done_) {
     // Bytes still held back (an incomplete UTF-8 tail) and uncounted tokens go out now.
-    if (pending_tokens_ > 0) {
-      feed(pending_bytes_, pending_tokens_);
-      pending_bytes_.clear();
+    text_.clear();
+    decoder_.finish(text_);
+    if (pending_tokens_ > 0 || !text_.empty()) {
+      feed(text_, pending_tokens_);
       pending_tokens_ = 0;
     }
   }

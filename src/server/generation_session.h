@@ -17,6 +17,7 @@
 #include "recipe/stream_events.h"
 #include "server/http_types.h"
 #include "server/metrics.h"
+#include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::server {
@@ -57,11 +58,12 @@ class GenerationSession final : public recipe::EventSink,
   engine::Engine& engine_;
   ResponderPtr responder_;
   Metrics& metrics_;
+  tokenizer::IncrementalDecoder decoder_;
+  std::string text_;           // the text completed by the current token
+  int64_t pending_tokens_ = 0;  // tokens whose text has not been fed yet
   recipe::StreamProcessor processor_;
   std::unique_ptr<recipe::ResponseAccumulator> complete_;
   std::unique_ptr<recipe::OutputSink> generator_;
-  std::string pending_bytes_;  // detokenized bytes not yet ending on a UTF-8 boundary
-  int64_t pending_tokens_ = 0;
   std::string frames_;         // SSE frames of the current engine event
   std::atomic<uint64_t> handle_{0};
   std::atomic<bool> abort_wanted_{false};
