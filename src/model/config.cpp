@@ -46,7 +46,7 @@ struct Reader {
   }
   int integer(std::initializer_list<const char*> keys, int fallback, bool required) {
     const double d = number(keys, fallback, required);
-    if (d != std::floor(d) || d < -2147483648.0 || d > 2147483647.0) {
+    if (!(d == std::floor(d) && d >= -2147483648.0 && d <= 2147483647.0)) {
       if (error.empty()) error = std::string("config.json: \"") + *keys.begin() + "\" is not an integer";
       return fallback;
     }
@@ -133,11 +133,15 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   // RoPE width: qk_rope_head_dim (published), rope_head_dim (official) or partial_rotary_factor.
   if (const Json* v = find(o, {"qk_rope_head_dim", "rope_head_dim"})) {
     double d = 0;
-    if (!as_double(*v, &d)) return Error{"config.json: \"qk_rope_head_dim\" is not a number"};
+    if (!as_double(*v, &d) || !(d >= 0 && d <= 1e6)) {
+      return Error{"config.json: \"qk_rope_head_dim\" is not a valid width"};
+    }
     c.rope_dim = static_cast<int>(d);
   } else if (const Json* f = find(o, {"partial_rotary_factor"})) {
     double d = 0;
-    if (!as_double(*f, &d)) return Error{"config.json: \"partial_rotary_factor\" is not a number"};
+    if (!as_double(*f, &d) || !(d >= 0 && d <= 1)) {
+      return Error{"config.json: \"partial_rotary_factor\" must lie in [0, 1]"};
+    }
     c.rope_dim = static_cast<int>(c.head_dim * d);
   } else {
     c.rope_dim = c.head_dim / 8;
@@ -165,7 +169,9 @@ Result<ModelConfig> parse_model_config(const Json& json) {
     }
   } else if (const Json* cr = find(o, {"compress_ratios"}); cr && cr->is_array()) {
     for (const auto& v : cr->as_array()) {
-      if (!v.is_int64() || v.as_int64() < 0) return Error{"config.json: bad compress_ratios entry"};
+      if (!v.is_int64() || v.as_int64() < 0 || v.as_int64() > (1 << 20)) {
+        return Error{"config.json: bad compress_ratios entry"};
+      }
       c.compress_ratios.push_back(static_cast<int>(v.as_int64()));
     }
   } else {
@@ -235,7 +241,8 @@ Result<ModelConfig> parse_model_config(const Json& json) {
     return Error{"config.json: num_experts_per_tok exceeds n_routed_experts"};
   }
   if (c.hidden_size > (1 << 20) || c.vocab_size > (1 << 24) || c.num_layers > 1024 ||
-      c.head_dim > 4096 || c.n_heads > 1024) {
+      c.head_dim > 4096 || c.n_heads > 1024 || c.hc_mult > 16 || c.hc_sinkhorn_iters > 10000 ||
+      c.n_routed_experts > 65536 || c.sliding_window > (1 << 24)) {
     return Error{"config.json: dimensions out of range"};
   }
   for (int i = 0; i < c.num_layers; ++i) {
