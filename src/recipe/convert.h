@@ -1,7 +1,9 @@
 // API request bodies → ConversationRequest (api spec §3–§5). One entry point for the three
 // protocols; every validation failure is a ConversionError with the spec's exact detail string.
+// Wrong JSON types never throw: they fail as BadRequest ("<path>: expected <kind>").
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "common/json.h"
