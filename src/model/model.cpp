@@ -23,7 +23,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelOp
   m->config_ = std::move(config.value());
   m->checkpoint_ = std::move(ckpt.value());
   // A quantized checkpoint runs DeepSeek's official numerics (and needs the FP8/FP4 kernels).
-  if (m->config_.numerics == Numerics::Official) install_official_numerics();
+  if (m->config_.numerics == Numerics::Official) {
+    if (Status s = check_official_config(m->config_); !s) return s.error();
+    install_official_numerics();
+  }
   auto weights = load_weights(m->config_, m->checkpoint_);
   if (!weights) return weights.error();
   m->weights_ = std::move(weights.value());

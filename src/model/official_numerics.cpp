@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <string>
 
 #include "backend/cpu/quant_act.h"
 #include "backend/cpu/quant_linear.h"
@@ -119,6 +120,19 @@ NumericsHooks official_numerics_hooks() {
   h.attend = official::attend;
   h.index_score = official::index_score;
   return h;
+}
+
+Status check_official_config(const ModelConfig& c) {
+  bool csa = false;
+  for (int i = 0; i < c.num_layers; ++i) csa = csa || c.kind(i) == AttentionKind::Csa;
+  const int d = c.index_head_dim;
+  if (csa && (d <= 0 || (d & (d - 1)) != 0)) {
+    return Error{
+        "config.json: the official numerics rotate index keys with a Hadamard transform, "
+        "which needs a power-of-two index_head_dim (got " +
+        std::to_string(d) + ")"};
+  }
+  return Status::Ok();
 }
 
 void install_official_numerics() {

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "common/result.h"
+#include "model/config.h"
 #include "model/numerics.h"
 
 namespace deepinfer::model {
@@ -17,6 +19,10 @@ NumericsHooks official_numerics_hooks();
 // set_official_hooks(official_numerics_hooks()) and the FP8/FP4 linear kernels with official
 // activation quantization. Idempotent; the loader calls it before checking a quantized checkpoint.
 void install_official_numerics();
+
+// What the official numerics need of a config (the Hadamard rotation: a power-of-two
+// index_head_dim in CSA layers); a clear error otherwise.
+Status check_official_config(const ModelConfig& config);
 
 // The individual hooks, exposed for tests.
 namespace official {

@@ -128,3 +128,24 @@ TEST(OfficialNumerics, IndexScoreRoundsLikeBf16Tensors) {
 
 }  // namespace
 }  // namespace deepinfer
+
+namespace deepinfer {
+namespace {
+
+TEST(OfficialNumerics, ConfigNeedsAPowerOfTwoIndexHeadDim) {
+  model::ModelConfig c;
+  c.num_layers = 2;
+  c.compress_ratios = {0, 4};
+  c.index_head_dim = 96;
+  Status s = model::check_official_config(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("power-of-two index_head_dim (got 96)"), std::string::npos);
+  c.index_head_dim = 64;
+  EXPECT_TRUE(model::check_official_config(c).ok());
+  c.compress_ratios = {0, 128};  // no CSA layer: no indexer
+  c.index_head_dim = 96;
+  EXPECT_TRUE(model::check_official_config(c).ok());
+}
+
+}  // namespace
+}  // namespace deepinfer

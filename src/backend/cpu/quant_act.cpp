@@ -1,6 +1,7 @@
 #include "backend/cpu/quant_act.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "backend/cpu/fp4.h"
 #include "backend/cpu/fp8.h"
@@ -59,7 +60,13 @@ void fp4_act_quant_inplace(float* x, int64_t n, int block) {
 void hadamard_rotate_rows(float* x, int64_t rows, int dim) {
   // The butterfly runs in double: for bf16 inputs the partial sums are exact, as in the
   // reference's fp64 matmul against the ±1 matrix.
-  double buf[4096];
+  thread_local std::vector<double> heap;
+  double stack[4096];
+  double* buf = stack;
+  if (dim > 4096) {
+    heap.resize(static_cast<size_t>(dim));
+    buf = heap.data();
+  }
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
   for (int64_t r = 0; r < rows; ++r) {
     float* v = x + r * dim;

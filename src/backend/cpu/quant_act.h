@@ -34,7 +34,7 @@ void fp8_act_quant_inplace(float* x, int64_t n, int block);
 // fp32(1/6))), x ← bf16(e2m1(clamp(x/s, ±6)) · s).
 void fp4_act_quant_inplace(float* x, int64_t n, int block);
 
-// Hadamard rotation of each row of `dim` values (dim a power of two, ≤ 4096), Sylvester order,
+// Hadamard rotation of each row of `dim` values (dim a power of two), Sylvester order,
 // summed exactly, rounded once to fp32, times fp32(dim^-1/2), then rounded to bf16.
 void hadamard_rotate_rows(float* x, int64_t rows, int dim);
 
