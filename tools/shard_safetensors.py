@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Splits DIR/model.safetensors into shards of at most --max-mb (the HF layout: model-0000i-of-0000n
-.safetensors + model.safetensors.index.json) so that no fixture file is large. Pure Python.
+.safetensors + model.safetensors.index.json) so that no fixture file is large; tensors are laid out
+aligned to their element size, as the safetensors library writes them. Pure Python.
 
   tools/shard_safetensors.py tests/fixtures/official_v4_a --max-mb 1.9
 """
@@ -19,9 +20,16 @@ def read(path):
     return header, data, meta
 
 
+DTYPE_SIZE = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+              "U16": 2}
+
+
 def write(path, tensors, meta):
+    """Data in the order of the safetensors library (dtype size descending, then name), so every
+    tensor starts aligned to its element size."""
     header, blobs, off = {}, [], 0
-    for name, (info, raw) in sorted(tensors.items()):
+    order = sorted(tensors.items(), key=lambda kv: (-DTYPE_SIZE.get(kv[1][0]["dtype"], 1), kv[0]))
+    for name, (info, raw) in order:
         header[name] = {"dtype": info["dtype"], "shape": info["shape"], "data_offsets": [off, off + len(raw)]}
         blobs.append(raw)
         off += len(raw)
