@@ -23,7 +23,11 @@ constexpr int64_t kGemmBlock = 64;    // weight rows dequantized per sgemm call
 
 float scale_at(const WeightView& w, int64_t srow, int64_t scol) {
   const int64_t i = srow * w.scale_stride + scol;
-  if (w.scale_format == ScaleFormat::F32) return static_cast<const float*>(w.scale)[i];
+  if (w.scale_format == ScaleFormat::F32) {  // checkpoints need not align F32 tensors
+    float v;
+    std::memcpy(&v, static_cast<const uint8_t*>(w.scale) + i * 4, 4);
+    return v;
+  }
   return ue8m0_to_float(static_cast<const uint8_t*>(w.scale)[i]);
 }
 
