@@ -57,7 +57,9 @@ void index_select(const ChunkContext& ctx, const BlockWeights& w, const BlockSta
   for (int64_t i = 0; i < n * ih; ++i) wt[i] *= wscale;
   if (ctx.hooks.index_scores) ctx.hooks.index_scores(wt, n * ih);
   const int ratio = st.compressor.ratio;
-  cpu::parallel_for(ctx.pool, n, 1, [&](int64_t t0, int64_t t1) {
+  const int64_t per_token = std::max<int64_t>(1, st.n_compressed * ih * ihd);
+  cpu::parallel_for(ctx.pool, n, std::max<int64_t>(1, (int64_t{1} << 16) / per_token),
+                    [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> score;
     thread_local std::vector<int32_t> order;
     for (int64_t t = t0; t < t1; ++t) {
@@ -155,7 +157,10 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   float* o = ctx.ws.get(kOut, static_cast<size_t>(n * H * D));
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t pos0 = ctx.pos0;
-  cpu::parallel_for(ctx.pool, n * H, 1, [&](int64_t i0, int64_t i1) {
+  // ≥ 64K multiply-adds per task (a key list is at most window + topk or all HCA entries).
+  const int64_t keys_est = Wn + (ratio == 0 ? 0 : w.has_indexer ? c.index_topk : st.n_compressed);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (2 * keys_est * D));
+  cpu::parallel_for(ctx.pool, n * H, grain, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<const float*> keys;
     thread_local std::vector<float> s;
     for (int64_t i = i0; i < i1; ++i) {

@@ -219,8 +219,10 @@ void linear(const float* x, int64_t n_rows, const WeightView& w, float* y, Threa
   }
   LinearRangeFn fn = kernel_table()[static_cast<size_t>(w.format)];
   if (!fn) return;  // checked at load time (linear_supported)
-  // Column chunks of ≥ 16 rows (and enough bytes per task) keep the threads busy on decode.
-  const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(1, w.in));
+  // Column chunks of ≥ 16 rows and ≥ 64K multiply-adds per task: waking a worker costs more
+  // than a small product.
+  const int64_t grain =
+      std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(1, w.in * n_rows));
   parallel_for(pool, w.out, grain, [&](int64_t o0, int64_t o1) { fn(x, n_rows, w, y, o0, o1); });
 }
 
