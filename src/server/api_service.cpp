@@ -40,13 +40,13 @@ std::string response_id(recipe::Protocol protocol) {
 
 }  // namespace
 
-ApiService::ApiService(ApiServiceOptions options, const tokenizer::Tokenizer& tokenizer,
-                       engine::Engine& engine, Metrics& metrics)
-    : options_(std::move(options)),
-      tokenizer_(tokenizer),
-      engine_(engine),
-      metrics_(metrics),
-      started_at_(unix_now()) {}
+ApiService::ApiService(ApiServiceOptions options, Metrics& metrics)
+    : options_(std::move(options)), metrics_(metrics), started_at_(unix_now()) {}
+
+void ApiService::attach(const tokenizer::Tokenizer& tokenizer, engine::Engine& engine) {
+  tokenizer_ = &tokenizer;
+  engine_ = &engine;
+}
 
 void ApiService::register_routes(Router& router) {
   using recipe::Protocol;
@@ -122,7 +122,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
   std::vector<tokenizer::TextSpan> spans;
   spans.reserve(rendered.special_spans.size());
   for (const auto& s : rendered.special_spans) spans.push_back({s.begin, s.end});
-  auto ids = tokenizer_.encode_segments(rendered.prompt, spans, options_.tokenizer_threads);
+  auto ids = tokenizer_->encode_segments(rendered.prompt, spans, options_.tokenizer_threads);
   if (!ids.ok()) return fail(400, ids.error().message);
   const int64_t prompt_tokens = static_cast<int64_t>(ids.value().size());
   if (prompt_tokens >= options_.max_model_len)
@@ -130,7 +130,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
                          std::to_string(options_.max_model_len) + " tokens; the prompt has " +
                          std::to_string(prompt_tokens) + " tokens");
 
-  RequestLimits limits{options_.max_model_len, static_cast<int32_t>(tokenizer_.vocab_size())};
+  RequestLimits limits{options_.max_model_len, static_cast<int32_t>(tokenizer_->vocab_size())};
   auto sampling = sampling_from_request(body, conv, protocol, prompt_tokens, limits);
   if (!sampling.ok()) return fail(400, sampling.error().message);
   if (n > 1 && conv.stream) return fail(400, "n > 1 is not supported with stream = true");
@@ -151,7 +151,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
   setup.on_done = [this] { in_flight_.fetch_sub(1); };
   engine::EngineRequest engine_request{std::move(ids).value(), sampling.value().params};
   if (n == 1) {
-    auto session = std::make_shared<GenerationSession>(std::move(setup), tokenizer_, engine_,
+    auto session = std::make_shared<GenerationSession>(std::move(setup), *tokenizer_, *engine_,
                                                        responder, metrics_);
     session->start(std::move(engine_request));
     return;
@@ -166,7 +166,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
     };
     engine::EngineRequest r = engine_request;
     if (r.params.seed) *r.params.seed += static_cast<uint64_t>(index);
-    auto session = std::make_shared<GenerationSession>(std::move(one), tokenizer_, engine_,
+    auto session = std::make_shared<GenerationSession>(std::move(one), *tokenizer_, *engine_,
                                                        std::move(choice_responder), metrics_);
     session->start(std::move(r));
   });
@@ -252,13 +252,13 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
   if (prompt->is_array() && prompt->as_array().size() == 1 && prompt->as_array()[0].is_string())
     text = &prompt->as_array()[0];
   if (text->is_string()) {
-    auto encoded = tokenizer_.encode(text->get_string(), options_.tokenizer_threads);
+    auto encoded = tokenizer_->encode(text->get_string(), options_.tokenizer_threads);
     if (!encoded.ok()) return fail(400, encoded.error().message);
     ids = std::move(encoded).value();
   } else if (prompt->is_array() && !prompt->as_array().empty()) {
     for (const auto& v : prompt->as_array()) {
       if (!v.is_int64() || v.get_int64() < 0 ||
-          v.get_int64() >= static_cast<int64_t>(tokenizer_.vocab_size()))
+          v.get_int64() >= static_cast<int64_t>(tokenizer_->vocab_size()))
         return fail(400, "prompt must be a string, or an array of token ids within the vocabulary");
       ids.push_back(static_cast<int32_t>(v.get_int64()));
     }
@@ -267,7 +267,7 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
   }
   if (ids.empty()) return fail(400, "prompt must not be empty");
   const int64_t prompt_tokens = static_cast<int64_t>(ids.size());
-  RequestLimits limits{options_.max_model_len, static_cast<int32_t>(tokenizer_.vocab_size())};
+  RequestLimits limits{options_.max_model_len, static_cast<int32_t>(tokenizer_->vocab_size())};
   auto sampling = sampling_from_request(body, conv.value(), recipe::Protocol::ChatCompletions,
                                         prompt_tokens, limits);
   if (!sampling.ok()) return fail(400, sampling.error().message);
@@ -288,7 +288,7 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
     return std::make_unique<CompletionEventGenerator>(options, stream, sink);
   };
   setup.on_done = [this] { in_flight_.fetch_sub(1); };
-  auto session = std::make_shared<GenerationSession>(std::move(setup), tokenizer_, engine_,
+  auto session = std::make_shared<GenerationSession>(std::move(setup), *tokenizer_, *engine_,
                                                      responder, metrics_);
   session->start(engine::EngineRequest{std::move(ids), sampling.value().params});
 }

@@ -24,9 +24,12 @@ struct ApiServiceOptions {
 
 class ApiService {
  public:
-  ApiService(ApiServiceOptions options, const tokenizer::Tokenizer& tokenizer,
-             engine::Engine& engine, Metrics& metrics);
+  ApiService(ApiServiceOptions options, Metrics& metrics);
+  // The routes can be served (503 until the router is made ready) before the model is loaded.
   void register_routes(Router& router);
+  // Binds the loaded tokenizer and engine; call before Router::set_ready(true).
+  void attach(const tokenizer::Tokenizer& tokenizer, engine::Engine& engine);
+  ApiServiceOptions& options() { return options_; }
 
  private:
   void handle_generation(recipe::Protocol protocol, HttpRequest request, ResponderPtr responder);
@@ -35,8 +38,8 @@ class ApiService {
   bool admit(recipe::Protocol protocol, const ResponderPtr& responder);
 
   ApiServiceOptions options_;
-  const tokenizer::Tokenizer& tokenizer_;
-  engine::Engine& engine_;
+  const tokenizer::Tokenizer* tokenizer_ = nullptr;
+  engine::Engine* engine_ = nullptr;
   Metrics& metrics_;
   std::atomic<int> in_flight_{0};
   std::atomic<uint64_t> next_id_{1};

@@ -85,7 +85,8 @@ class ApiE2E : public ::testing::Test {
     ApiServiceOptions options;
     options.served_model_name = "deepseek-v4-flash";
     options.max_model_len = 4096;
-    api_ = std::make_unique<ApiService>(options, *tokenizer_, *engine_, metrics_);
+    api_ = std::make_unique<ApiService>(options, metrics_);
+    api_->attach(*tokenizer_, *engine_);
     router_ = std::make_unique<Router>("", metrics_);
     api_->register_routes(*router_);
     router_->set_ready(true);

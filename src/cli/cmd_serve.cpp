@@ -1,0 +1,199 @@
+// `deepinfer serve`: the OpenAI (Chat Completions, Responses, Completions) and Anthropic
+// (Messages) HTTP API over one model. The socket is open (503) while the model loads; SIGTERM or
+// SIGINT stops accepting and lets in-flight streams finish within the grace period.
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "cli/command.h"
+#include "common/byte_size.h"
+#include "engine/engine.h"
+#include "engine/v4_model_runner.h"
+#include "model/model.h"
+#include "server/api_service.h"
+#include "server/http_server.h"
+#include "server/router.h"
+#include "tokenizer/cache_dir.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::cli {
+namespace {
+
+struct ServeFlags {
+  std::string model;
+  std::string tokenizer;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;
+  std::string served_model_name;
+  std::string encoding = "auto";
+  std::string device = "auto";
+  int64_t max_model_len = 0;  // 0: the model's limit, at most 65536
+  std::string kv_cache_memory = "2G";
+  int block_size = 16;
+  int max_num_seqs = 64;
+  int max_batched_tokens = 2048;
+  int max_concurrent = 512;
+  int threads = 0;
+  int io_threads = 1;
+  std::string max_body = "32M";
+  bool no_prefix_cache = false;
+};
+
+[[noreturn]] void fail(const std::string& message) {
+  std::cerr << "deepinfer serve: " << message << "\n";
+  throw CliExit{1};
+}
+
+// The bundled model: $DEEPINFER_MODEL, else models/default of the source tree.
+std::string default_model_dir() {
+  if (const char* env = std::getenv("DEEPINFER_MODEL")) return env;
+  return std::string(DEEPINFER_SOURCE_DIR) + "/models/default";
+}
+
+std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const ServeFlags& f, const std::string& model_dir,
+                                                     bool v41) {
+  std::string path = f.tokenizer;
+  std::error_code ec;
+  if (path.empty())
+    path = std::filesystem::exists(model_dir + "/tokenizer.json", ec)
+               ? model_dir
+               : tokenizer::deepseek_tokenizer_dir(v41);
+  auto tok = tokenizer::Tokenizer::from_path(path);
+  if (!tok.ok()) fail("tokenizer (" + path + "): " + tok.error().message);
+  return std::move(tok).value();
+}
+
+void run(const ServeFlags& f) {
+  if (f.device == "cuda") fail("--device cuda: this build has no CUDA runtime path yet; use --device cpu");
+  if (f.port < 0 || f.port > 65535) fail("--port must be in [0, 65535]");
+  const std::string model_dir = f.model.empty() ? default_model_dir() : f.model;
+  std::error_code ec;
+  if (!std::filesystem::exists(model_dir + "/config.json", ec))
+    fail("no model at '" + model_dir + "' (config.json missing); pass --model DIR");
+  auto max_body = parse_byte_size(f.max_body, "--max-body-bytes");
+  if (!max_body.ok()) fail(max_body.error().message);
+  auto kv_bytes = parse_byte_size(f.kv_cache_memory, "--kv-cache-memory");
+  if (!kv_bytes.ok()) fail(kv_bytes.error().message);
+
+  // Block SIGINT/SIGTERM in every thread; the main thread waits for them below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::Metrics metrics;
+  server::ApiServiceOptions api_options;
+  api_options.served_model_name = f.served_model_name.empty()
+                                      ? std::filesystem::path(model_dir).filename().string()
+                                      : f.served_model_name;
+  for (char c : api_options.served_model_name)
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
+      fail("--served-model-name must not contain quotes, backslashes or control characters");
+  api_options.max_concurrent = f.max_concurrent;
+  server::ApiService api(api_options, metrics);
+  const char* env_key = std::getenv("DEEPINFER_API_KEY");
+  server::Router router(!f.api_key.empty() ? f.api_key : env_key ? env_key : "", metrics);
+  api.register_routes(router);
+  server::HttpServerOptions http_options;
+  http_options.host = f.host;
+  http_options.port = static_cast<uint16_t>(f.port);
+  http_options.io_threads = f.io_threads;
+  http_options.max_body_bytes = static_cast<size_t>(max_body.value());
+  server::HttpServer http(http_options, [&router](server::HttpRequest q, server::ResponderPtr r) {
+    router.handle(std::move(q), std::move(r));
+  });
+  if (auto s = http.start(); !s.ok()) fail(s.error().message);
+  std::cerr << "deepinfer serve: listening on http://" << f.host << ":" << http.port()
+            << " (503 until the model is loaded)\n";
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
+  std::cerr << "deepinfer serve: loading " << model_dir << " ...\n";
+  auto model = model::Model::load(model_dir, {threads});
+  if (!model.ok()) fail(model.error().message);
+  const auto& config = model.value()->config();
+  bool v41 = false;
+  if (f.encoding == "v41") v41 = true;
+  else if (f.encoding != "v4" && f.encoding != "auto") fail("--encoding must be v4, v41 or auto");
+  api.options().encoding = v41 ? recipe::EncodingVersion::V41 : recipe::EncodingVersion::V4;
+  auto tok = load_tokenizer(f, model_dir, v41);
+  if (static_cast<int64_t>(tok->vocab_size()) > config.vocab_size)
+    fail("the tokenizer has " + std::to_string(tok->vocab_size()) + " ids but the model only " +
+         std::to_string(config.vocab_size) + "; pass the model's own --tokenizer");
+
+  engine::EngineConfig engine_config;
+  engine_config.kv.block_size = f.block_size;
+  engine_config.kv.prefix_caching = !f.no_prefix_cache;
+  engine_config.kv_cache_memory = kv_bytes.value();
+  engine_config.scheduler.max_num_seqs = f.max_num_seqs;
+  engine_config.scheduler.max_num_batched_tokens = f.max_batched_tokens;
+  engine_config.scheduler.max_model_len =
+      static_cast<int32_t>(f.max_model_len > 0 ? f.max_model_len : 65536);
+  for (int id : config.eos_token_ids) engine_config.scheduler.eos_token_ids.push_back(id);
+  engine::V4ModelRunner runner(*model.value());
+  auto eng = engine::Engine::create(engine_config, runner);
+  if (!eng.ok()) fail(eng.error().message);
+  api.options().max_model_len = eng.value()->max_model_len();
+  api.attach(*tok, *eng.value());
+  metrics.set_gauge_source([&e = *eng.value()] {
+    const auto m = e.metrics();
+    return std::vector<server::Gauge>{
+        {"deepinfer_requests_waiting", "Requests waiting for KV blocks.", double(m.num_waiting)},
+        {"deepinfer_kv_blocks_used", "KV cache blocks in use.", double(m.kv_blocks_used)},
+        {"deepinfer_kv_blocks_free", "KV cache blocks free.", double(m.kv_blocks_free)},
+        {"deepinfer_prefix_cache_hit_rate", "Prompt tokens served from the prefix cache.",
+         m.prefix_hit_rate},
+    };
+  });
+  router.set_ready(true);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cerr << "deepinfer serve: model '" << api.options().served_model_name << "' ready in "
+            << seconds << " s (" << config.num_layers << " layers, vocab " << config.vocab_size
+            << ", max_model_len " << api.options().max_model_len << ", encoding "
+            << (v41 ? "v41" : "v4") << ")\n";
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  std::cerr << "deepinfer serve: signal " << signal << ", shutting down\n";
+  router.set_ready(false);
+  http.stop(5000);
+  http.wait();
+}
+
+void setup(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  auto* cmd = app.add_subcommand("serve", "Serve the OpenAI and Anthropic HTTP APIs over a model");
+  cmd->add_option("--model", flags->model, "Model folder (default: the bundled model)");
+  cmd->add_option("--tokenizer", flags->tokenizer,
+                  "tokenizer.json or its folder (default: the model's, else the cached DeepSeek one)");
+  cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", flags->port, "Port (0: any free port)")->capture_default_str();
+  cmd->add_option("--api-key", flags->api_key, "Required API key (also env DEEPINFER_API_KEY)");
+  cmd->add_option("--served-model-name", flags->served_model_name,
+                  "Model name clients use (default: the model folder's name)");
+  cmd->add_option("--encoding", flags->encoding, "Prompt encoding: v4, v41 or auto")->capture_default_str();
+  cmd->add_option("--device", flags->device, "cpu, cuda or auto")->capture_default_str();
+  cmd->add_option("--max-model-len", flags->max_model_len, "Prompt + output tokens per request");
+  cmd->add_option("--kv-cache-memory", flags->kv_cache_memory, "KV cache budget (e.g. 2G)")
+      ->capture_default_str();
+  cmd->add_option("--block-size", flags->block_size, "KV block size in tokens")->capture_default_str();
+  cmd->add_option("--max-num-seqs", flags->max_num_seqs, "Requests in one batch")->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", flags->max_batched_tokens, "Tokens per engine step")
+      ->capture_default_str();
+  cmd->add_option("--max-concurrent-requests", flags->max_concurrent,
+                  "Running + queued requests before 429")->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "Model threads (default: all cores)");
+  cmd->add_option("--io-threads", flags->io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--max-body-bytes", flags->max_body, "Largest request body")->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache, "Disable prefix caching");
+  cmd->callback([flags] { run(*flags); });
+}
+
+DEEPINFER_COMMAND(setup);
+
+}  // namespace
+}  // namespace deepinfer::cli
