@@ -35,11 +35,6 @@ uint64_t hash_bytes(std::string_view s) {
   return mix(h ^ w);
 }
 
-bool merge_less(const BpeModel::Workspace* /*unused*/, uint32_t ra, int32_t pa, uint32_t rb,
-                int32_t pb) {
-  return ra != rb ? ra < rb : pa < pb;
-}
-
 }  // namespace
 
 BpeModel::Workspace::Workspace() { slots.resize(kCacheSlots); }
@@ -138,8 +133,9 @@ void BpeModel::merge_large(Workspace& ws) const {
   const size_t n = ws.ids.size();
   sym.resize(n);
   heap.clear();
+  // Min-heap on (rank, position): the lowest rank first, the leftmost among equal ranks.
   auto cmp = [](const Workspace::Merge& a, const Workspace::Merge& b) {
-    return merge_less(nullptr, b.rank, b.pos, a.rank, a.pos);  // min-heap
+    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
   };
   auto push = [&](int32_t pos, TokenId left, TokenId right) {
     const MergeEntry* e = find_merge(left, right);
