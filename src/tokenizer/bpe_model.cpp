@@ -53,7 +53,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(Config config) {
   m->id_to_text_.resize(static_cast<size_t>(max_id + 1));
   m->text_to_id_.reserve(config.vocab.size());
   for (auto& [text, id] : config.vocab) {
-    m->bytes_to_id_.emplace(byte_level_decode_token(text), id);
+    if (m->ignore_merges_) m->bytes_to_id_.emplace(byte_level_decode_token(text), id);
     m->id_to_text_[id] = text;
     m->text_to_id_.emplace(std::move(text), id);
   }
