@@ -80,7 +80,7 @@ for (const version of ["v4", "v41"]) {
   const out = { ...v3, added_tokens: [...byId.values()].sort((a, b) => a.id - b.id) };
   const dir = path.join(outDir, version === "v4" ? "deepseek-v4" : "deepseek-v41");
   fs.mkdirSync(dir, { recursive: true });
-  const tmp = path.join(dir, "tokenizer.json.tmp");
+  const tmp = path.join(dir, `tokenizer.json.${process.pid}.tmp`);
   fs.writeFileSync(tmp, JSON.stringify(out));
   fs.renameSync(tmp, path.join(dir, "tokenizer.json"));
   console.log(`build_tokenizers: ${dir}/tokenizer.json (${out.added_tokens.length} added tokens)`);
