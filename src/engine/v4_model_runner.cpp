@@ -84,8 +84,6 @@ Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<f
         piece_end = std::min({end, seq.num_prompt, (p / block_size_ + 1) * block_size_});
       const bool last = piece_end == end;
       float* out = logits.data() + row * vocab;
-        fprintf(stderr, "req-prompt %d piece [%d,%d) logits %d\n", seq.num_prompt, p, piece_end,
-                int(last && seq.want_logits));
       if (Status s = run_piece(state, seq.tokens.subspan(p - seq.start, piece_end - p),
                                last && seq.want_logits, out);
           !s.ok())
