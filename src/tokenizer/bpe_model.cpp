@@ -49,7 +49,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(Config config) {
     if (id < 0) return Error{"vocab id must be non-negative: " + std::to_string(id)};
     max_id = std::max(max_id, id);
   }
-  if (max_id >= (1 << 30)) return Error{"vocab id too large: " + std::to_string(max_id)};
+  if (max_id >= (1 << 24)) return Error{"vocab id too large: " + std::to_string(max_id)};
   m->id_to_text_.resize(static_cast<size_t>(max_id + 1));
   m->text_to_id_.reserve(config.vocab.size());
   for (auto& [text, id] : config.vocab) {

@@ -46,10 +46,11 @@ Result<TokenId> get_id(const json::value& v, std::string_view what) {
   int64_t id = -1;
   if (v.is_int64()) {
     id = v.as_int64();
-  } else if (v.is_uint64() && v.as_uint64() < (1u << 30)) {
+  } else if (v.is_uint64() && v.as_uint64() < (1u << 24)) {
     id = static_cast<int64_t>(v.as_uint64());
   }
-  if (id < 0 || id >= (1 << 30)) return Error{std::string(what) + ": id out of range"};
+  // Ids index dense tables; 2^24 is far above any real vocabulary.
+  if (id < 0 || id >= (1 << 24)) return Error{std::string(what) + ": id out of range"};
   return static_cast<TokenId>(id);
 }
 
