@@ -69,6 +69,18 @@ if [[ "$out" != *"$want_tail" || "$out" != '{"prompt":"<｜begin▁of▁sentence
   fails=$((fails + 1))
 fi
 
+# Example 5 verbatim from the spec: the Messages API form of the same history.
+out=$(printf '%s' '{"protocol":"messages","request":{"model":"m","max_tokens":64,"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"location":{"type":"string"}}}}],"messages":[{"role":"user","content":"Weather?"},{"role":"assistant","content":[{"type":"thinking","thinking":"Need tool.","signature":"s"},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"location":"Paris"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"20C"}]}]}}' | "$bin" recipe render)
+if [[ "$out" != *"$want_tail" || "$out" != '{"prompt":"<｜begin▁of▁sentence｜><｜System｜>'"$effort75"'\n\n## Tools\n\n'* ]]; then
+  echo "FAIL example5_messages: $out"
+  fails=$((fails + 1))
+fi
+
+# Responses API, V4, thinking off through reasoning.effort "none".
+check responses_v4 \
+  '{"protocol":"responses","encoding":"v4","request":{"model":"m","reasoning":{"effort":"none"},"instructions":"Be terse.","input":"Hello"}}' \
+  '{"prompt":"<｜begin▁of▁sentence｜>Be terse.<｜User｜>Hello<｜Assistant｜></think>","image_sources":[]}' 0
+
 # Errors: request errors from the conversion, malformed envelopes.
 check empty_messages '{"protocol":"chat_completions","request":{"model":"m","messages":[]}}' \
   '{"error":{"type":"invalid_request_error","message":"Empty input messages"}}' 1
