@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/kv_layout.h"
+
 namespace deepinfer::engine {
 
 V4ModelRunner::V4ModelRunner(model::Model& model, bool snapshots)
@@ -12,28 +14,12 @@ V4ModelRunner::V4ModelRunner(model::Model& model, bool snapshots)
 int32_t V4ModelRunner::vocab_size() const { return model_.config().vocab_size; }
 
 int64_t V4ModelRunner::compressed_bytes_per_token() const {
-  const model::ModelConfig& c = model_.config();
-  int64_t per_token_x128 = 0;  // bytes per 128 tokens, to stay integral
-  for (int layer = 0; layer < c.num_layers; ++layer) {
-    const int r = c.ratio(layer);
-    if (r == 0) continue;
-    int64_t row = int64_t{c.head_dim} * 4;
-    if (c.kind(layer) == model::AttentionKind::Csa) row += int64_t{c.index_head_dim} * 4;
-    per_token_x128 += row * 128 / r;
-  }
-  return (per_token_x128 + 127) / 128;
+  return static_cast<int64_t>(v4_kv_bytes_stored(model_.config()).per_token + 0.999);
 }
 
 int64_t V4ModelRunner::bytes_per_slot() const {
-  const model::SequenceState fresh = model_.new_state();
-  int64_t bytes = 0;
-  for (const model::BlockState& b : fresh.blocks) {
-    bytes +=
-        static_cast<int64_t>(b.ring.size() + b.compressor.kv.size() + b.compressor.score.size() +
-                             b.index_compressor.kv.size() + b.index_compressor.score.size()) *
-        4;
-  }
-  return bytes;
+  const V4KvBytes b = v4_kv_bytes_stored(model_.config());
+  return b.ring_bytes + b.tail_bytes;
 }
 
 int64_t V4ModelRunner::bytes_per_block(int32_t block_size) const {

@@ -27,8 +27,8 @@ class V4ModelRunner : public ModelRunner {
   Status allocate(const KvCacheConfig& config) override;
   Status execute(std::span<const RunnerSequence> batch, std::span<float> logits) override;
 
-  // Bytes per token per layer kind as stored (fp32): SWA 0 (bounded), CSA (D + index_D)·4/4,
-  // HCA D·4/128; the bounded state per sequence is in bytes_per_slot().
+  // Compressed-cache bytes per token over all layers as stored (fp32, see kv_layout.h); the
+  // bounded state per sequence is bytes_per_slot().
   int64_t compressed_bytes_per_token() const;
 
  private:
