@@ -1,0 +1,100 @@
+// The engine over the real V4 CPU model on the tiny HF fixture (tests/fixtures/hf_v4_a):
+// offline throughput vs batch size and prompt/output lengths, plus the V4-Flash KV bytes per
+// token per layer kind (as stored vs the §7.2 packed target), printed once as counters.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/kv_layout.h"
+#include "engine/v4_model_runner.h"
+#include "model/model.h"
+
+namespace deepinfer::engine {
+namespace {
+
+const std::string kFixture = std::string(DEEPINFER_SOURCE_DIR) + "/tests/fixtures/hf_v4_a";
+
+void BM_V4Offline(benchmark::State& state) {
+  const auto batch = static_cast<int32_t>(state.range(0));
+  const auto prompt_len = static_cast<int32_t>(state.range(1));
+  const auto output_len = static_cast<int32_t>(state.range(2));
+  auto model = model::Model::load(kFixture, {static_cast<int>(state.range(3))});
+  if (!model.ok()) {
+    state.SkipWithError(model.error().message.c_str());
+    return;
+  }
+  V4ModelRunner runner(*model.value());
+  EngineConfig config;
+  config.kv.block_size = 16;
+  config.kv.num_blocks = 4096;
+  config.kv.prefix_caching = false;
+  config.scheduler.max_num_seqs = batch;
+  config.scheduler.max_num_batched_tokens = 2048;
+  auto engine = Engine::create(config, runner);
+  if (!engine.ok()) {
+    state.SkipWithError(engine.error().message.c_str());
+    return;
+  }
+  int64_t generated = 0;
+  for (auto _ : state) {
+    std::vector<EngineRequest> requests(batch);
+    for (int32_t i = 0; i < batch; ++i) {
+      for (int32_t k = 0; k < prompt_len; ++k)
+        requests[i].prompt.push_back(3 + (i * 37 + k * 11) % 1270);
+      requests[i].params.max_tokens = output_len;
+      requests[i].params.ignore_eos = true;
+      requests[i].params.temperature = 0.0f;
+    }
+    for (const BatchResult& r : generate_batch(*engine.value(), std::move(requests)))
+      generated += static_cast<int64_t>(r.ids.size());
+  }
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(generated), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_V4Offline)
+    ->ArgNames({"batch", "prompt", "output", "threads"})
+    ->Args({1, 64, 32, 1})
+    ->Args({8, 64, 32, 1})
+    ->Args({32, 64, 32, 1})
+    ->Args({8, 512, 8, 1})
+    ->Args({8, 64, 32, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Not a timing: reports KV bytes per token per layer kind for V4-Flash (spec §2.1/§3 dims).
+void BM_V4FlashKvBytes(benchmark::State& state) {
+  model::ModelConfig c;
+  c.num_layers = 43;
+  c.head_dim = 512;
+  c.rope_dim = 64;
+  c.index_head_dim = 128;
+  c.sliding_window = 128;
+  c.compress_ratios = {0, 0};
+  for (int layer = 2; layer < 43; ++layer) c.compress_ratios.push_back(layer % 2 ? 128 : 4);
+  V4KvBytes stored, packed;
+  for (auto _ : state) {
+    stored = v4_kv_bytes_stored(c);
+    packed = v4_kv_bytes_packed(c);
+    benchmark::DoNotOptimize(stored);
+  }
+  state.counters["stored_csa_B_tok_layer"] = stored.csa_per_token;
+  state.counters["stored_hca_B_tok_layer"] = stored.hca_per_token;
+  state.counters["stored_B_tok"] = stored.per_token;
+  state.counters["stored_GB_1M"] = stored.per_token * (1 << 20) / 1e9;
+  state.counters["packed_csa_B_tok_layer"] = packed.csa_per_token;
+  state.counters["packed_hca_B_tok_layer"] = packed.hca_per_token;
+  state.counters["packed_B_tok"] = packed.per_token;
+  state.counters["packed_GB_1M"] = packed.per_token * (1 << 20) / 1e9;
+  state.counters["stored_bounded_MB"] =
+      static_cast<double>(stored.ring_bytes + stored.tail_bytes) / 1e6;
+  state.counters["packed_bounded_MB"] =
+      static_cast<double>(packed.ring_bytes + packed.tail_bytes) / 1e6;
+}
+BENCHMARK(BM_V4FlashKvBytes)->Iterations(1);
+
+}  // namespace
+}  // namespace deepinfer::engine
+
+BENCHMARK_MAIN();
