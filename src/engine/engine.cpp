@@ -52,6 +52,11 @@ Engine::Engine(const EngineConfig& config, ModelRunner& runner)
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config_in, ModelRunner& runner) {
   EngineConfig config = config_in;
   if (config.kv.block_size < 1) return Error{"kv block size must be >= 1"};
+  if (config.scheduler.max_num_seqs < 1) return Error{"max_num_seqs must be >= 1"};
+  if (config.scheduler.max_num_batched_tokens < 1)
+    return Error{"max_num_batched_tokens must be >= 1"};
+  if (config.scheduler.max_model_len < 2) return Error{"max_model_len must be >= 2"};
+  if (config.num_threads < 1) return Error{"num_threads must be >= 1"};
   if (config.kv_cache_memory > 0) {
     const int64_t slots = int64_t{config.scheduler.max_num_seqs} * runner.bytes_per_slot();
     const int64_t per_block = runner.bytes_per_block(config.kv.block_size);

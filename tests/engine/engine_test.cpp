@@ -328,6 +328,20 @@ TEST(Engine, SubmitRejectsBadRequestsWithAMessage) {
   EXPECT_NE(mixed[1].finish, FinishReason::kError);
 }
 
+TEST(Engine, CreateRejectsBadConfigs) {
+  FakeModel model;
+  for (int which = 0; which < 4; ++which) {
+    EngineConfig c = small_config();
+    if (which == 0) c.kv.block_size = 0;
+    if (which == 1) c.scheduler.max_num_seqs = 0;
+    if (which == 2) c.scheduler.max_num_batched_tokens = 0;
+    if (which == 3) c.kv.num_blocks = 0;
+    auto engine = Engine::create(c, model);
+    EXPECT_FALSE(engine.ok()) << which;
+    if (!engine.ok()) EXPECT_FALSE(engine.error().message.empty());
+  }
+}
+
 TEST(Engine, KvCacheMemorySizesThePool) {
   FakeModel model;  // 8 bytes per position, 48 per state slot
   EngineConfig c = small_config();
