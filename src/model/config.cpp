@@ -54,7 +54,8 @@ struct Reader {
   }
 };
 
-void read_rope(const JsonObject& o, RopeConfig* rope, std::string* error) {
+void read_rope(const JsonObject& o, RopeConfig* rope, std::string* error, double max_position,
+               bool nested) {
   if (auto it = o.find("rope_theta"); it != o.end()) as_double(it->value(), &rope->theta);
   std::string type = "default";
   for (const char* k : {"rope_type", "type"}) {
@@ -67,9 +68,19 @@ void read_rope(const JsonObject& o, RopeConfig* rope, std::string* error) {
     rope->yarn = true;
     Reader r{o, {}};
     rope->factor = r.number({"factor"}, 1.0, true);
-    rope->original_max_position = r.number({"original_max_position_embeddings"}, 0.0, true);
+    rope->original_max_position = r.number({"original_max_position_embeddings"}, max_position, false);
     rope->beta_fast = r.number({"beta_fast"}, 32.0, false);
     rope->beta_slow = r.number({"beta_slow"}, 1.0, false);
+    if (auto it = o.find("truncate"); it != o.end() && it->value().is_bool()) {
+      rope->truncate = it->value().as_bool();
+    }
+    // Flat legacy keys: V4 has no YaRN attention scale (HF forces 1.0). Nested HF parameters
+    // without attention_factor get HF's YaRN default 0.1·ln(factor) + 1.
+    const double fallback = nested && rope->factor > 1 ? 0.1 * std::log(rope->factor) + 1.0 : 1.0;
+    rope->attention_factor = r.number({"attention_factor"}, fallback, false);
+    if (!(rope->original_max_position > 0) && error->empty()) {
+      *error = "rope yarn parameters need original_max_position_embeddings";
+    }
     if (!r.error.empty() && error->empty()) *error = "rope yarn parameters: " + r.error;
   } else if (type != "default") {
     if (error->empty()) *error = "config.json: unsupported rope type \"" + type + "\"";
@@ -79,9 +90,10 @@ void read_rope(const JsonObject& o, RopeConfig* rope, std::string* error) {
 }  // namespace
 
 AttentionKind ModelConfig::kind(int layer) const {
-  const int r = ratio(layer);
-  if (r == 0) return AttentionKind::SlidingWindow;
-  return r == 4 ? AttentionKind::Csa : AttentionKind::Hca;
+  if (ratio(layer) == 0) return AttentionKind::SlidingWindow;
+  const size_t i = static_cast<size_t>(layer);
+  const bool csa = i < csa_layers.size() ? csa_layers[i] : ratio(layer) == 4;
+  return csa ? AttentionKind::Csa : AttentionKind::Hca;
 }
 
 Result<ModelConfig> parse_model_config(const Json& json) {
@@ -157,6 +169,7 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   if (const Json* lt = find(o, {"layer_types"}); lt && lt->is_array()) {
     for (const auto& v : lt->as_array()) {
       const std::string t = v.is_string() ? std::string(v.as_string()) : "";
+      c.csa_layers.push_back(t == "compressed_sparse_attention");
       if (t == "sliding_attention") {
         c.compress_ratios.push_back(0);
       } else if (t == "compressed_sparse_attention") {
@@ -173,6 +186,7 @@ Result<ModelConfig> parse_model_config(const Json& json) {
         return Error{"config.json: bad compress_ratios entry"};
       }
       c.compress_ratios.push_back(static_cast<int>(v.as_int64()));
+      c.csa_layers.push_back(v.as_int64() == 4);  // the reference: overlap + indexer iff ratio 4
     }
   } else {
     return Error{"config.json has neither compress_ratios nor layer_types"};
@@ -182,6 +196,8 @@ Result<ModelConfig> parse_model_config(const Json& json) {
                  " entries for " + std::to_string(c.num_layers) + " layers"};
   }
   c.compress_ratios.resize(static_cast<size_t>(c.num_layers));  // trailing entries: MTP blocks
+  c.csa_layers.resize(static_cast<size_t>(c.num_layers));
+  if (csa_rate <= 0 || hca_rate <= 0) return Error{"config.json: compress_rates must be positive"};
 
   // MoE routing: mlp_layer_types (HF) or the first num_hash_layers layers.
   if (const Json* mt = find(o, {"mlp_layer_types"}); mt && mt->is_array()) {
@@ -196,19 +212,23 @@ Result<ModelConfig> parse_model_config(const Json& json) {
 
   // RoPE tables: main (sliding layers) and compress (CSA/HCA layers, usually YaRN).
   std::string rope_error;
+  const double max_pos = Reader{o, {}}.number({"max_position_embeddings"}, 0.0, false);
   c.main_rope.theta = Reader{o, {}}.number({"rope_theta"}, 10000.0, false);
   c.compress_rope.theta = Reader{o, {}}.number({"compress_rope_theta"}, c.main_rope.theta, false);
   if (const Json* rp = find(o, {"rope_parameters"}); rp && rp->is_object() &&
                                                      rp->as_object().contains("main")) {
     const auto& rpo = rp->as_object();
-    if (rpo.at("main").is_object()) read_rope(rpo.at("main").as_object(), &c.main_rope, &rope_error);
+    if (rpo.at("main").is_object()) {
+      read_rope(rpo.at("main").as_object(), &c.main_rope, &rope_error, max_pos, true);
+    }
     if (auto it = rpo.find("compress"); it != rpo.end() && it->value().is_object()) {
-      read_rope(it->value().as_object(), &c.compress_rope, &rope_error);
+      read_rope(it->value().as_object(), &c.compress_rope, &rope_error, max_pos, true);
     }
   } else if (const Json* rs = find(o, {"rope_scaling"}); rs && rs->is_object()) {
     const double theta = c.compress_rope.theta;
-    read_rope(rs->as_object(), &c.compress_rope, &rope_error);
+    read_rope(rs->as_object(), &c.compress_rope, &rope_error, max_pos, false);
     c.compress_rope.theta = theta;
+    c.compress_rope.attention_factor = 1.0;  // V4: no YaRN attention scale (HF forces 1.0)
   } else if (find(o, {"rope_factor"})) {  // official inference keys
     Reader rr{o, {}};
     c.compress_rope.yarn = rr.number({"original_seq_len"}, 0, false) > 0;
@@ -219,6 +239,9 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   }
   if (!rope_error.empty()) return Error{rope_error};
 
+  if (const Json* t = find(o, {"tie_word_embeddings"}); t && t->is_bool()) {
+    c.tie_word_embeddings = t->as_bool();
+  }
   if (const Json* q = find(o, {"quantization_config"}); q && q->is_object()) {
     c.numerics = Numerics::Official;
   }

@@ -21,6 +21,8 @@ struct RopeConfig {
   double original_max_position = 0.0;
   double beta_fast = 32.0;
   double beta_slow = 1.0;
+  bool truncate = true;           // floor/ceil the YaRN correction range (HF default)
+  double attention_factor = 1.0;  // cos/sin scale (V4: 1; HF's YaRN default when unset otherwise)
 };
 
 struct ModelConfig {
@@ -36,6 +38,7 @@ struct ModelConfig {
   int o_groups = 0;
   int sliding_window = 0;
   std::vector<int> compress_ratios;  // per decoder block (0 = sliding window only)
+  std::vector<bool> csa_layers;      // per block: overlap + indexer (empty: ratio == 4)
   std::vector<bool> hash_routed;     // per decoder block
   RopeConfig main_rope, compress_rope;
   int index_n_heads = 0;
@@ -52,6 +55,7 @@ struct ModelConfig {
   int hc_sinkhorn_iters = 1;
   double hc_eps = 1e-6;
   double rms_eps = 1e-6;
+  bool tie_word_embeddings = false;
   int bos_token_id = 0;
   std::vector<int> eos_token_ids;
   Numerics numerics = Numerics::Exact;  // quantization_config present → Official

@@ -7,6 +7,7 @@ namespace deepinfer::model {
 
 RopeTable make_rope_table(const RopeConfig& rope, int rope_dim) {
   RopeTable t;
+  t.attention_factor = static_cast<float>(rope.attention_factor);
   const int half = rope_dim / 2;
   t.inv_freq.resize(static_cast<size_t>(half));
   const float base = static_cast<float>(rope.theta);
@@ -24,8 +25,12 @@ RopeTable make_rope_table(const RopeConfig& rope, int rope_dim) {
     return dim * std::log(rope.original_max_position / (rotations * 2.0 * M_PI)) /
            (2.0 * std::log(rope.theta));
   };
-  double low = std::floor(correction_dim(rope.beta_fast));
-  double high = std::ceil(correction_dim(rope.beta_slow));
+  double low = correction_dim(rope.beta_fast);
+  double high = correction_dim(rope.beta_slow);
+  if (rope.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
   low = std::max(low, 0.0);
   high = std::min(high, dim - 1);
   if (low == high) high += 0.001;
@@ -47,8 +52,8 @@ void rope_cos_sin(const RopeTable& table, int64_t position, int n_pairs, float* 
   const float p = static_cast<float>(position);
   for (int i = 0; i < n_pairs; ++i) {
     const float phi = table.inv_freq[static_cast<size_t>(i)] * p;
-    cos[i] = std::cos(phi);
-    sin[i] = std::sin(phi);
+    cos[i] = std::cos(phi) * table.attention_factor;
+    sin[i] = std::sin(phi) * table.attention_factor;
   }
 }
 

@@ -31,6 +31,10 @@ class Loader {
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
   bool has(const std::string& name) const { return by_name_.count(name) != 0; }
+  const TensorInfo* peek(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second.info;
+  }
   bool has_prefix(const std::string& prefix) const {
     auto it = by_name_.lower_bound(prefix);
     return it != by_name_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
@@ -224,7 +228,7 @@ void load_compressor(Loader& L, const std::string& p, int ratio, int coff, int d
   c->norm = L.floats(p + "norm.weight", {dc});
 }
 
-void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio, bool hash,
+void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio, bool csa, bool hash,
                 BlockWeights* b) {
   const int d = c.hidden_size, H = c.n_heads, D = c.head_dim, hc = c.hc_mult;
   load_hc(L, p + "hc_attn", c.hc_mix(), 3, int64_t{hc} * d, &b->hc_attn, false);
@@ -243,7 +247,6 @@ void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio
   b->wo_a.quantize_input = false;  // the reference applies wo_a as a bf16 einsum
   b->wo_b = L.matrix(a + "wo_b.weight", d, int64_t{c.o_groups} * c.o_lora_rank);
   if (ratio > 0) {
-    const bool csa = ratio == 4;
     b->has_compressor = true;
     load_compressor(L, a + "compressor.", ratio, csa ? 2 : 1, D, d, &b->compressor);
     if (csa) {
@@ -263,7 +266,12 @@ void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio
   } else {
     b->gate_bias = L.floats(f + "gate.bias", {E});
   }
-  const int shared = inter * std::max(1, c.n_shared_experts);
+  // HF sizes the shared expert moe_intermediate_size; the reference n_shared · moe_inter_dim.
+  int shared = inter * std::max(1, c.n_shared_experts);
+  if (const TensorInfo* t = L.peek(f + "shared_experts.w1.weight"); t && t->shape.size() == 2 &&
+      (t->shape[0] == inter || t->shape[0] == shared)) {
+    shared = static_cast<int>(t->shape[0]);
+  }
   b->shared.w1 = L.matrix(f + "shared_experts.w1.weight", shared, d);
   b->shared.w2 = L.matrix(f + "shared_experts.w2.weight", d, shared);
   b->shared.w3 = L.matrix(f + "shared_experts.w3.weight", shared, d);
@@ -302,12 +310,15 @@ Result<ModelWeights> load_weights(const ModelConfig& c, const Checkpoint& checkp
   ModelWeights w;
   const int d = c.hidden_size;
   w.embed = L.matrix("embed.weight", c.vocab_size, d);
-  w.head = L.matrix("head.weight", c.vocab_size, d);
+  // Tied embeddings: HF's save_pretrained then stores no head.
+  w.head = c.tie_word_embeddings && !L.has("head.weight") ? w.embed
+                                                          : L.matrix("head.weight", c.vocab_size, d);
   w.norm = L.floats("norm.weight", {d});
   load_hc(L, "", c.hc_mult, 1, int64_t{c.hc_mult} * d, &w.hc_head, true);
   w.blocks.resize(static_cast<size_t>(c.num_layers));
   for (int i = 0; i < c.num_layers && L.ok(); ++i) {
-    load_block(L, c, "layers." + std::to_string(i) + ".", c.ratio(i), c.hash_routed[static_cast<size_t>(i)],
+    load_block(L, c, "layers." + std::to_string(i) + ".", c.ratio(i),
+               c.kind(i) == AttentionKind::Csa, c.hash_routed[static_cast<size_t>(i)],
                &w.blocks[static_cast<size_t>(i)]);
   }
   for (int m = 0; m < c.num_mtp_layers && L.ok(); ++m) {
@@ -320,7 +331,7 @@ Result<ModelWeights> load_weights(const ModelConfig& c, const Checkpoint& checkp
     mt.hnorm = L.floats(p + "hnorm.weight", {d});
     mt.norm = L.floats(p + "norm.weight", {d});
     load_hc(L, p, c.hc_mult, 1, int64_t{c.hc_mult} * d, &mt.hc_head, true);
-    load_block(L, c, p, 0, false, &mt.block);
+    load_block(L, c, p, 0, false, false, &mt.block);
     w.mtp.push_back(std::move(mt));
   }
   if (Status s = L.finish(); !s) return s.error();
