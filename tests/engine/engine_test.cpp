@@ -338,7 +338,9 @@ TEST(Engine, CreateRejectsBadConfigs) {
     if (which == 3) c.kv.num_blocks = 0;
     auto engine = Engine::create(c, model);
     EXPECT_FALSE(engine.ok()) << which;
-    if (!engine.ok()) EXPECT_FALSE(engine.error().message.empty());
+    if (!engine.ok()) {
+      EXPECT_FALSE(engine.error().message.empty());
+    }
   }
 }
 
