@@ -18,16 +18,6 @@ bool StreamProcessor::process(const InferenceChunk& chunk, OutputSink& sink) {
       }
       return true;
     case InferenceChunk::Kind::Text:
-      if (!started_) start(sink);
-      usage_.completion_tokens += chunk.content_tokens;
-      if (!chunk.content.empty() && applier_.drained()) {
-        // Fast path: nothing queued and no byte that could begin a marker.
-        OutputAction action;
-        if (machine_.feed_unmarked(chunk.content, &action)) {
-          applier_.apply_whole_run(sink, action, chunk.content);
-          return true;
-        }
-      }
       return process_text(chunk, sink);
     case InferenceChunk::Kind::Finish:
       finish(sink, chunk.finish);
@@ -37,14 +27,26 @@ bool StreamProcessor::process(const InferenceChunk& chunk, OutputSink& sink) {
 }
 
 bool StreamProcessor::process_text(const InferenceChunk& chunk, OutputSink& sink) {
-  applier_.begin(sink, chunk.content);
-  for (std::string_view rest = chunk.content;;) {
-    segments_.clear();
-    rest.remove_prefix(machine_.feed(rest, segments_));
+  if (!started_) start(sink);
+  usage_.completion_tokens += chunk.content_tokens;
+  const bool drained = applier_.drained();
+  std::string_view rest = chunk.content;
+  segments_.clear();
+  rest.remove_prefix(machine_.feed(rest, segments_));
+  if (drained && rest.empty() && segments_.size == 1 &&
+      segments_.items[0].length == chunk.content.size()) {
+    // The usual case: nothing queued before, the whole chunk is one run.
+    applier_.apply_whole_run(sink, segments_.items[0].action, chunk.content);
+  } else {
+    applier_.begin(sink, chunk.content);
     applier_.apply(segments_);
-    if (rest.empty()) break;
+    while (!rest.empty()) {
+      segments_.clear();
+      rest.remove_prefix(machine_.feed(rest, segments_));
+      applier_.apply(segments_);
+    }
+    applier_.end();
   }
-  applier_.end();
   if (applier_.stop_sequence_matched()) {
     finish(sink, std::nullopt);
     return false;
