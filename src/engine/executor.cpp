@@ -53,6 +53,7 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
     seq.slot = e.slot;
     seq.start = e.start;
     seq.tokens = std::span<const int32_t>(s.tokens).subspan(e.start, e.num_new);
+    seq.context = s.tokens;
     seq.block_table = s.block_table;
     seq.fresh = s.fresh;
     seq.want_logits = e.sample;

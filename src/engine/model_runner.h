@@ -15,6 +15,7 @@ struct RunnerSequence {
   int32_t slot = 0;                      // bounded per-sequence state (window ring, tails)
   int32_t start = 0;                     // position of tokens[0]
   std::span<const int32_t> tokens;       // new tokens: positions [start, start + size)
+  std::span<const int32_t> context;      // every known token of the sequence (for replays)
   std::span<const int32_t> block_table;  // blocks covering [0, start + size)
   // First chunk in this slot: start == 0 resets the state; start > 0 is a prefix-cache hit and
   // restores the state snapshot saved at the end of block_table[start / block_size - 1].

@@ -8,8 +8,46 @@
 
 namespace deepinfer::engine {
 
-V4ModelRunner::V4ModelRunner(model::Model& model, bool snapshots)
-    : model_(model), snapshots_(snapshots) {}
+V4ModelRunner::V4ModelRunner(model::Model& model, bool snapshots, PrefixMode mode,
+                             int32_t replay_tokens)
+    : model_(model), snapshots_(snapshots), mode_(mode), replay_tokens_(replay_tokens) {
+  if (replay_tokens_ <= 0) {
+    int max_ratio = 0;
+    for (int r : model.config().compress_ratios) max_ratio = std::max(max_ratio, r);
+    replay_tokens_ = model.config().sliding_window + max_ratio;
+  }
+}
+
+Status V4ModelRunner::restore_by_replay(const RunnerSequence& seq, model::SequenceState& state) {
+  const model::SequenceState& snap = block_snapshots_[seq.block_table[seq.start / block_size_ - 1]];
+  const model::ModelConfig& c = model_.config();
+  const int64_t replay_from = std::max<int64_t>(0, seq.start - replay_tokens_) / 128 * 128;
+  auto copy_entries = [&](int64_t upto) {
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      const int r = c.ratio(layer);
+      if (r == 0) continue;
+      const model::BlockState& from = snap.blocks[layer];
+      model::BlockState& to = state.blocks[layer];
+      const int64_t n = upto / r;
+      to.compressed.assign(from.compressed.begin(), from.compressed.begin() + n * c.head_dim);
+      to.n_compressed = n;
+      if (from.index_head_dim > 0)
+        to.index_keys.assign(from.index_keys.begin(),
+                             from.index_keys.begin() + n * from.index_head_dim);
+    }
+  };
+  state = model_.new_state();
+  copy_entries(replay_from);
+  state.position = replay_from;
+  for (int64_t p = replay_from; p < seq.start;) {
+    const int64_t end = std::min<int64_t>(seq.start, (p / block_size_ + 1) * block_size_);
+    if (Status s = run_piece(state, seq.context.subspan(p, end - p), false, nullptr); !s.ok())
+      return s;
+    p = end;
+  }
+  copy_entries(seq.start);  // the stored (exact) entries win over the replayed ones
+  return Status::Ok();
+}
 
 int32_t V4ModelRunner::vocab_size() const { return model_.config().vocab_size; }
 
@@ -55,7 +93,11 @@ Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<f
       } else {
         if (!caching_ || seq.start % block_size_ != 0)
           return Error{"v4 runner: a prefix hit needs a snapshot at a block boundary"};
-        state = block_snapshots_[seq.block_table[seq.start / block_size_ - 1]];
+        if (mode_ == PrefixMode::kBoundedReplay) {
+          if (Status st = restore_by_replay(seq, state); !st.ok()) return st;
+        } else {
+          state = block_snapshots_[seq.block_table[seq.start / block_size_ - 1]];
+        }
       }
     }
     if (state.position != seq.start)

@@ -14,9 +14,18 @@
 
 namespace deepinfer::engine {
 
+// How a prefix-cache hit at position P rebuilds the bounded state.
+enum class PrefixMode {
+  kExact,          // restore the snapshot taken at P
+  kBoundedReplay,  // keep only compressed entries (+ index keys); rebuild the window rings and
+                   // compressor tails by replaying [S, P), S = P - replay rounded down to a
+                   // multiple of 128, from empty (zero) rings; the exact stored entries are kept
+};
+
 class V4ModelRunner : public ModelRunner {
  public:
-  explicit V4ModelRunner(model::Model& model, bool snapshots = true);
+  explicit V4ModelRunner(model::Model& model, bool snapshots = true,
+                         PrefixMode mode = PrefixMode::kExact, int32_t replay_tokens = 0);
 
   int32_t vocab_size() const override;
   // As stored by model::SequenceState (fp32): compressed entries + index keys per position,
@@ -32,11 +41,14 @@ class V4ModelRunner : public ModelRunner {
   int64_t compressed_bytes_per_token() const;
 
  private:
+  Status restore_by_replay(const RunnerSequence& seq, model::SequenceState& state);
   Status run_piece(model::SequenceState& state, std::span<const int32_t> ids, bool want_logits,
                    float* logits);
 
   model::Model& model_;
   bool snapshots_;
+  PrefixMode mode_;
+  int32_t replay_tokens_;  // 0: sliding_window + the largest compress ratio
   int32_t block_size_ = 0;
   bool caching_ = false;
   std::vector<model::SequenceState> slots_;
