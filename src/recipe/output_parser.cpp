@@ -30,12 +30,17 @@ bool StreamProcessor::process_text(const InferenceChunk& chunk, OutputSink& sink
   if (!started_) start(sink);
   usage_.completion_tokens += chunk.content_tokens;
   const bool drained = applier_.drained();
+  OutputAction action;
+  if (drained && !chunk.content.empty() && machine_.feed_unmarked(chunk.content, &action)) {
+    applier_.apply_whole_run(sink, action, chunk.content);  // no byte that could begin a marker
+    return true;
+  }
   std::string_view rest = chunk.content;
   segments_.clear();
   rest.remove_prefix(machine_.feed(rest, segments_));
   if (drained && rest.empty() && segments_.size == 1 &&
       segments_.items[0].length == chunk.content.size()) {
-    // The usual case: nothing queued before, the whole chunk is one run.
+    // Nothing queued before and the whole chunk is one run.
     applier_.apply_whole_run(sink, segments_.items[0].action, chunk.content);
   } else {
     applier_.begin(sink, chunk.content);

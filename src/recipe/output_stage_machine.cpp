@@ -281,6 +281,16 @@ size_t OutputStageMachine::feed(std::string_view bytes, SegmentBatch& out) {
   return n;
 }
 
+bool OutputStageMachine::feed_unmarked(std::string_view bytes, OutputAction* action) {
+  if (!idle_ || fresh_ || stashed_ != 0) return false;
+  const std::array<bool, 256>& starts = table_->starts;
+  bool marked = false;
+  for (char c : bytes) marked |= starts[static_cast<uint8_t>(c)];
+  if (marked) return false;
+  *action = table_->unmatched;
+  return true;
+}
+
 void OutputStageMachine::finish(SegmentBatch& out) {
   if (stashed_ > 0) out.push(table_->unmatched, stashed_);
   stashed_ = 0;

@@ -84,6 +84,10 @@ class OutputStageMachine {
   // for the next feed. Returns the bytes consumed: fewer than bytes.size() only when `out`
   // filled up, in which case the caller drains it and feeds the rest.
   size_t feed(std::string_view bytes, SegmentBatch& out);
+  // Fast path for a chunk without marker bytes: when nothing is held and no byte of `bytes` can
+  // begin a marker, consumes them all and returns true with `*action` = the action feed() would
+  // give the whole chunk; otherwise returns false and changes nothing.
+  bool feed_unmarked(std::string_view bytes, OutputAction* action);
   // The source ended: held bytes get the current stage's unmatched action (≤ 1 segment).
   void finish(SegmentBatch& out);
 
