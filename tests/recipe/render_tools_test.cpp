@@ -178,6 +178,17 @@ TEST(RenderDsml, NonObjectOrInvalidArgumentsBecomeOneRawStringParameter) {
   }
 }
 
+TEST(RenderDsml, HostileArgumentsFallBackToRawText) {
+  // Too deep to parse (depth limit), invalid UTF-8, trailing garbage: one raw string parameter.
+  const std::string deep = std::string(2000, '[') + std::string(2000, ']');
+  for (const std::string& args : {deep, std::string("{\"a\":\"\xff\"}"), std::string("{} x")}) {
+    EXPECT_EQ(dsml_block({{"c", "f", args}}, EncodingVersion::V41),
+              "<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"f\">\n<｜DSML｜ parameter "
+              "name=\"arguments\" string=\"true\">" +
+                  args + "</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>");
+  }
+}
+
 TEST(RenderDsml, FloatsAndUnicodeInArguments) {
   EXPECT_EQ(
       dsml_block({{"c", "f", R"({"t":1e-5,"s":"日本\n","o":{"k":"v\"q"}})"}}, EncodingVersion::V41),
