@@ -55,7 +55,8 @@ inline float round_fp8_e4m3(float x) { return fp8_e4m3_to_float(float_to_fp8_e4m
 // UE8M0 bare exponent → 2^(e-127); 255 is NaN; 0 is 2^-127 (a float subnormal).
 inline float ue8m0_to_float(uint8_t e) {
   if (e == 0xff) return std::numeric_limits<float>::quiet_NaN();
-  return std::ldexp(1.0f, static_cast<int>(e) - 127);
+  if (e == 0) return std::bit_cast<float>(0x00400000u);  // the subnormal 2^-127
+  return std::bit_cast<float>(static_cast<uint32_t>(e) << 23);
 }
 
 // 2^ceil(log2(x)) for positive finite x, exponent clamped to [-126, 127] (the official
