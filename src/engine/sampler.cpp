@@ -129,6 +129,10 @@ SampleResult Sampler::sample(std::span<const float> logits, const SampleContext&
   SampleResult result;
   std::copy(logits.begin(), logits.end(), work_.begin());
   apply_bias_and_penalties(ctx);
+  if (!ctx.allowed.empty()) {
+    for (int32_t i = 0; i < vocab_size_; ++i)
+      if (!((ctx.allowed[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1u)) work_[i] = kNegInf;
+  }
 
   if (p.temperature < kGreedyEpsilon) {
     int32_t best = 0;

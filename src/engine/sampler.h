@@ -30,6 +30,9 @@ struct SampleContext {
   uint64_t seed = 0;                // params.seed or the engine-drawn seed
   std::span<const int32_t> prompt;  // prompt token ids (repetition penalty)
   std::span<const int32_t> output;  // generated ids; output.size() is this token's index
+  // Optional allowed-token bitmask (bit t of word t / 64; structured output): tokens outside
+  // it are removed before temperature and sampling. Empty: no mask.
+  std::span<const uint64_t> allowed = {};
 };
 
 class Sampler {

@@ -1,0 +1,327 @@
+// Token trie, per-position precompute and the per-step mask of structured output.
+#include "engine/structured_mask.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::engine::structured {
+namespace {
+
+// Above this many accepted tokens a position keeps a full bitmask instead of an id list.
+constexpr size_t kDenseThreshold = 2048;
+
+}  // namespace
+
+std::shared_ptr<const TokenTable> TokenTable::from_tokenizer(const tokenizer::Tokenizer& tok) {
+  std::vector<std::string> tokens(tok.vocab_size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto id = static_cast<tokenizer::TokenId>(i);
+    if (!tok.has_token(id) || tok.is_added(id) || tok.is_special(id)) continue;
+    tokens[i] = std::string(tok.token_bytes(id));
+  }
+  return from_bytes(tokens);
+}
+
+std::shared_ptr<const TokenTable> TokenTable::from_bytes(const std::vector<std::string>& tokens) {
+  auto t = std::make_shared<TokenTable>();
+  t->vocab_size_ = tokens.size();
+  t->offsets_.reserve(tokens.size() + 1);
+  t->offsets_.push_back(0);
+  for (const std::string& s : tokens) {
+    t->blob_ += s;
+    t->offsets_.push_back(static_cast<uint32_t>(t->blob_.size()));
+  }
+  t->build();
+  return t;
+}
+
+void TokenTable::build() {
+  for (size_t i = 0; i < vocab_size_; ++i)
+    if (offsets_[i + 1] > offsets_[i]) sorted_.push_back(static_cast<int32_t>(i));
+  std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
+    const auto x = bytes(a), y = bytes(b);
+    return x != y ? x < y : a < b;
+  });
+  for (int32_t id : sorted_) max_len_ = std::max(max_len_, bytes(id).size());
+  trie_.push_back(TrieNode{0, 0, 0, static_cast<uint32_t>(sorted_.size()), 0, 0});
+  std::vector<std::pair<uint32_t, uint32_t>> stack{{0, 0}};  // node, depth
+  while (!stack.empty()) {
+    const auto [n, depth] = stack.back();
+    stack.pop_back();
+    uint32_t i = trie_[n].lo;
+    const uint32_t hi = trie_[n].hi;
+    while (i < hi && bytes(sorted_[i]).size() == depth) ++i;
+    trie_[n].end_hi = i;
+    const auto child_begin = static_cast<uint32_t>(trie_.size());
+    while (i < hi) {
+      const auto b = static_cast<uint8_t>(bytes(sorted_[i])[depth]);
+      uint32_t j = i;
+      while (j < hi && static_cast<uint8_t>(bytes(sorted_[j])[depth]) == b) ++j;
+      trie_.push_back(TrieNode{0, 0, i, j, i, b});
+      i = j;
+    }
+    trie_[n].child_begin = child_begin;
+    trie_[n].child_end = static_cast<uint32_t>(trie_.size());
+    for (uint32_t c = child_begin; c < trie_[n].child_end; ++c) stack.push_back({c, depth + 1});
+  }
+  fingerprint_ = XXH3_64bits(blob_.data(), blob_.size()) ^
+                 XXH3_64bits(offsets_.data(), offsets_.size() * sizeof(uint32_t));
+}
+
+namespace {
+
+// Classifies every token for one start position: 2 accepted, 1 depends on the stack below.
+class Precompute {
+ public:
+  Precompute(const Grammar& g, const TokenTable& v, std::vector<uint8_t>& flags)
+      : runner_(g), vocab_(v), flags_(flags), levels_(v.max_len() + 2) {}
+
+  Status run(uint32_t pos, std::chrono::steady_clock::time_point deadline, int64_t limit_ms) {
+    if (runner_.num_nodes() > (1u << 20)) runner_.clear();
+    deadline_ = deadline;
+    limit_ms_ = limit_ms;
+    runner_.start_at(pos, levels_[0]);
+    return dfs(0, 0);
+  }
+
+ private:
+  Status dfs(uint32_t node, size_t d) {
+    const auto& trie = vocab_.trie();
+    const TokenTable::TrieNode& n = trie[node];
+    const StackSet& s = levels_[d];
+    const ByteSet fb = runner_.first_bytes(s);
+    if ((++visits_ & 4095) == 0 && std::chrono::steady_clock::now() > deadline_)
+      return Error{"grammar compilation exceeded the time limit of " + std::to_string(limit_ms_) +
+                   " ms"};
+    for (uint32_t c = n.child_begin; c < n.child_end; ++c) {
+      const TokenTable::TrieNode& ch = trie[c];
+      if (s.finished)
+        for (uint32_t i = ch.lo; i < ch.hi; ++i) flags_[i] = std::max<uint8_t>(flags_[i], 1);
+      if (!fb.test(ch.byte)) continue;
+      runner_.advance(s, ch.byte, levels_[d + 1]);
+      if (!levels_[d + 1].alive()) continue;
+      for (uint32_t i = ch.lo; i < ch.end_hi; ++i) flags_[i] = 2;
+      if (ch.child_begin < ch.child_end && !levels_[d + 1].tops.empty()) {
+        Status st = dfs(c, d + 1);
+        if (!st.ok()) return st;
+      } else if (levels_[d + 1].finished && ch.child_begin < ch.child_end) {
+        for (uint32_t i = ch.end_hi; i < ch.hi; ++i) flags_[i] = std::max<uint8_t>(flags_[i], 1);
+      }
+    }
+    return Status::Ok();
+  }
+
+  StackRunner runner_;
+  const TokenTable& vocab_;
+  std::vector<uint8_t>& flags_;
+  std::vector<StackSet> levels_;
+  std::chrono::steady_clock::time_point deadline_;
+  int64_t limit_ms_ = 0;
+  uint64_t visits_ = 0;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::compile(
+    std::unique_ptr<Grammar> grammar, std::shared_ptr<const TokenTable> vocab) {
+  auto out = std::shared_ptr<CompiledGrammar>(new CompiledGrammar());
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t limit_ms = grammar->limits().max_precompute_ms;
+  const auto deadline = t0 + std::chrono::milliseconds(limit_ms);
+  const Grammar& g = *grammar;
+  const TokenTable& v = *vocab;
+  out->table_index_.assign(g.num_positions(), -1);
+  std::vector<uint8_t> flags(v.num_sorted(), 0);
+  Precompute pre(g, v, flags);
+  for (uint32_t p = 0; p < g.num_positions(); ++p) {
+    if (g.pos(p).kind != Position::Kind::kBytes) continue;
+    std::fill(flags.begin(), flags.end(), 0);
+    Status s = pre.run(p, deadline, limit_ms);
+    if (!s.ok()) return s.error();
+    PosTable t;
+    size_t accepted = 0;
+    for (uint8_t f : flags) accepted += f == 2;
+    if (accepted > kDenseThreshold) t.accepted_bits.assign(mask_words(v.vocab_size()), 0);
+    for (uint32_t i = 0; i < flags.size(); ++i) {
+      if (flags[i] == 1) t.uncertain.push_back(i);
+      if (flags[i] != 2) continue;
+      const int32_t id = v.sorted_id(i);
+      if (t.accepted_bits.empty()) {
+        t.accepted_ids.push_back(id);
+      } else {
+        t.accepted_bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+      }
+    }
+    out->stats_.uncertain_total += t.uncertain.size();
+    out->table_index_[p] = static_cast<int32_t>(out->tables_.size());
+    out->tables_.push_back(std::move(t));
+  }
+  out->stats_.byte_positions = out->tables_.size();
+  out->stats_.precompute_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  out->grammar_ = std::move(grammar);
+  out->vocab_ = std::move(vocab);
+  out->compute_remaining();
+  return std::shared_ptr<const CompiledGrammar>(std::move(out));
+}
+
+void CompiledGrammar::compute_remaining() {
+  const Grammar& g = *grammar_;
+  constexpr uint32_t kInf = 0x3fffffff;
+  std::vector<uint32_t> min_len(g.num_rules(), kInf);
+  remaining_.assign(g.num_positions(), kInf);
+  // Fixpoint over rules; within an alternative, remaining(p) = cost(p) + remaining(next).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t r = 0; r < g.num_rules(); ++r) {
+      for (uint32_t start : g.starts(r)) {
+        uint32_t end = start;
+        while (g.pos(end).kind != Position::Kind::kEnd) ++end;
+        remaining_[end] = 0;
+        for (uint32_t p = end; p-- > start;) {
+          const Position& q = g.pos(p);
+          const uint32_t cost = q.kind == Position::Kind::kBytes ? 1 : min_len[q.arg];
+          remaining_[p] = std::min(kInf, cost + remaining_[p + 1]);
+        }
+        if (remaining_[start] < min_len[r]) {
+          min_len[r] = remaining_[start];
+          changed = true;
+        }
+      }
+    }
+  }
+}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
+                               std::vector<int32_t> end_tokens)
+    : g_(std::move(grammar)),
+      end_tokens_(std::move(end_tokens)),
+      runner_(g_->grammar()),
+      levels_(g_->vocab().max_len() + 2) {
+  reset();
+}
+
+void GrammarMatcher::reset() {
+  runner_.clear();
+  runner_.start_rule(g_->grammar().root(), state_);
+  terminated_ = false;
+}
+
+bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+  if (terminated_) return false;
+  levels_[0] = state_;
+  size_t k = 0;
+  for (char c : bytes) {
+    StackSet& next = levels_[(k + 1) & 1];
+    runner_.advance(levels_[k & 1], static_cast<uint8_t>(c), next);
+    if (!next.alive()) return false;
+    ++k;
+  }
+  state_ = levels_[k & 1];
+  return true;
+}
+
+bool GrammarMatcher::accept(int32_t token) {
+  if (terminated_ || token < 0) return false;
+  if (std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end()) {
+    if (!state_.finished) return false;
+    terminated_ = true;
+    return true;
+  }
+  if (static_cast<size_t>(token) >= g_->vocab().vocab_size()) return false;
+  const std::string_view b = g_->vocab().bytes(token);
+  if (b.empty()) return false;
+  return accept_bytes(b);
+}
+
+uint32_t GrammarMatcher::stack_cost(uint32_t node) const {
+  uint64_t cost = 0;
+  for (uint32_t n = node; n != kNoParent; n = runner_.parent(n))
+    cost += g_->remaining(runner_.top_pos(n));
+  return static_cast<uint32_t>(std::min<uint64_t>(cost, 0xffffffffu));
+}
+
+uint32_t GrammarMatcher::min_remaining() const {
+  if (state_.finished || terminated_) return 0;
+  uint32_t best = 0xffffffffu;
+  for (uint32_t t : state_.tops) best = std::min(best, stack_cost(t));
+  return best;
+}
+
+ByteSet GrammarMatcher::shortest_completion_bytes() const {
+  ByteSet out;
+  if (terminated_) return out;
+  const uint32_t best = min_remaining();
+  for (uint32_t t : state_.tops)
+    if (stack_cost(t) == best)
+      out.merge(g_->grammar().byteset(g_->grammar().pos(runner_.top_pos(t)).arg));
+  return out;
+}
+
+bool GrammarMatcher::check(uint32_t sorted_index, size_t& depth_valid) {
+  const std::string_view b = g_->vocab().bytes(g_->vocab().sorted_id(sorted_index));
+  size_t d = 0;
+  const size_t limit = std::min({depth_valid, prev_.size(), b.size()});
+  while (d < limit && prev_[d] == b[d]) ++d;
+  prev_ = b;
+  for (; d < b.size(); ++d) {
+    if (levels_[d].tops.empty()) {
+      depth_valid = d;
+      return false;
+    }
+    runner_.advance(levels_[d], static_cast<uint8_t>(b[d]), levels_[d + 1]);
+  }
+  depth_valid = d;
+  return levels_[d].alive();
+}
+
+void GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
+  std::fill(mask.begin(), mask.end(), 0);
+  auto allow_end = [&] {
+    for (int32_t t : end_tokens_)
+      if (t >= 0 && static_cast<size_t>(t) < mask.size() * 64)
+        mask[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+  };
+  if (terminated_ || !state_.alive()) {
+    allow_end();
+    return;
+  }
+  if (state_.finished) allow_end();
+  seen_pos_.clear();
+  uncertain_.clear();
+  for (uint32_t t : state_.tops) {
+    const uint32_t p = runner_.top_pos(t);
+    if (std::find(seen_pos_.begin(), seen_pos_.end(), p) != seen_pos_.end()) continue;
+    seen_pos_.push_back(p);
+    const CompiledGrammar::PosTable* tbl = g_->table(p);
+    if (tbl == nullptr) continue;
+    if (!tbl->accepted_bits.empty()) {
+      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= tbl->accepted_bits[w];
+    } else {
+      for (int32_t id : tbl->accepted_ids)
+        mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+    uncertain_.insert(uncertain_.end(), tbl->uncertain.begin(), tbl->uncertain.end());
+  }
+  if (seen_pos_.size() > 1) {
+    std::sort(uncertain_.begin(), uncertain_.end());
+    uncertain_.erase(std::unique(uncertain_.begin(), uncertain_.end()), uncertain_.end());
+  }
+  if (uncertain_.empty()) return;
+  runner_.begin_scratch();
+  levels_[0] = state_;
+  prev_ = {};
+  size_t depth_valid = 0;
+  for (uint32_t u : uncertain_) {
+    const int32_t id = g_->vocab().sorted_id(u);
+    if (mask_test(mask, id)) continue;
+    if (check(u, depth_valid)) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  }
+  runner_.end_scratch();
+}
+
+}  // namespace deepinfer::engine::structured
