@@ -36,13 +36,14 @@ void BM_CopyBandwidth(benchmark::State& state) {
   deepinfer::cpu::ThreadPool pool(threads());
   for (auto _ : state) {
     pool.parallel_for(static_cast<int64_t>(bytes >> 20), 1, [&](int64_t b0, int64_t b1) {
-      std::memcpy(b.data() + (b0 << 20), a.data() + (b0 << 20), static_cast<size_t>((b1 - b0) << 20));
+      std::memcpy(b.data() + (b0 << 20), a.data() + (b0 << 20),
+                  static_cast<size_t>((b1 - b0) << 20));
     });
     benchmark::DoNotOptimize(b.data());
   }
   // read + write traffic
-  state.counters["GB/s"] = benchmark::Counter(2.0 * bytes * state.iterations() / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(2.0 * bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -56,8 +57,8 @@ void BM_SgemmPeak(benchmark::State& state) {
     benchmark::DoNotOptimize(C.data());
   }
   openblas_set_num_threads(1);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * state.iterations() / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SgemmPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -70,7 +71,8 @@ int64_t active_weight_elements(const Model& m) {
   auto add = [&](const deepinfer::cpu::WeightView& v) { n += v.out * v.in; };
   for (int i = 0; i < c.num_layers; ++i) {
     const auto& b = w.blocks[static_cast<size_t>(i)];
-    add(b.hc_attn.fn), add(b.hc_ffn.fn), add(b.wq_a), add(b.wq_b), add(b.wkv), add(b.wo_a), add(b.wo_b);
+    add(b.hc_attn.fn), add(b.hc_ffn.fn), add(b.wq_a), add(b.wq_b), add(b.wkv), add(b.wo_a),
+        add(b.wo_b);
     if (b.has_compressor) add(b.compressor.wkv), add(b.compressor.wgate);
     if (b.has_indexer) {
       add(b.indexer.wq_b), add(b.indexer.weights_proj);
@@ -99,7 +101,8 @@ std::unique_ptr<Model> load_or_die(const std::string& dir) {
 
 void run_prefill(benchmark::State& state, Model& m, int tokens) {
   std::vector<int32_t> ids(static_cast<size_t>(tokens));
-  for (int i = 0; i < tokens; ++i) ids[static_cast<size_t>(i)] = 3 + (i * 7919) % (m.config().vocab_size - 3);
+  for (int i = 0; i < tokens; ++i)
+    ids[static_cast<size_t>(i)] = 3 + (i * 7919) % (m.config().vocab_size - 3);
   std::vector<float> logits(static_cast<size_t>(m.config().vocab_size));
   const int64_t last = tokens - 1;
   for (auto _ : state) {
@@ -115,7 +118,8 @@ void run_prefill(benchmark::State& state, Model& m, int tokens) {
 
 void run_decode(benchmark::State& state, Model& m, int context) {
   std::vector<int32_t> ids(static_cast<size_t>(context));
-  for (int i = 0; i < context; ++i) ids[static_cast<size_t>(i)] = 3 + (i * 7919) % (m.config().vocab_size - 3);
+  for (int i = 0; i < context; ++i)
+    ids[static_cast<size_t>(i)] = 3 + (i * 7919) % (m.config().vocab_size - 3);
   std::vector<float> logits(static_cast<size_t>(m.config().vocab_size));
   const int64_t zero = 0, last = context - 1;
   SequenceState st = m.new_state();
@@ -130,15 +134,16 @@ void run_decode(benchmark::State& state, Model& m, int context) {
       state.ResumeTiming();
     }
     if (!m.forward(st, std::span<const int32_t>(&tok, 1), std::span<const int64_t>(&zero, 1),
-                   logits.data()).ok()) {
+                   logits.data())
+             .ok()) {
       std::abort();
     }
   }
   const double bytes = static_cast<double>(active_weight_elements(m) * bytes_per_element(m));
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate);
-  state.counters["weight_GB/s"] = benchmark::Counter(bytes * state.iterations() / 1e9,
-                                                     benchmark::Counter::kIsRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
 Model& tiny(const char* name) {
@@ -148,8 +153,12 @@ Model& tiny(const char* name) {
   return *m;
 }
 
-void BM_TinyPrefill(benchmark::State& state, const char* name) { run_prefill(state, tiny(name), 512); }
-void BM_TinyDecode(benchmark::State& state, const char* name) { run_decode(state, tiny(name), 256); }
+void BM_TinyPrefill(benchmark::State& state, const char* name) {
+  run_prefill(state, tiny(name), 512);
+}
+void BM_TinyDecode(benchmark::State& state, const char* name) {
+  run_decode(state, tiny(name), 256);
+}
 BENCHMARK_CAPTURE(BM_TinyPrefill, hf_v4_a, "hf_v4_a")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_TinyPrefill, hf_v4_b, "hf_v4_b")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_TinyDecode, hf_v4_a, "hf_v4_a")->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -170,34 +179,40 @@ void write_real_layer(const std::string& dir) {
     std::string name, dtype;
     std::vector<int64_t> shape;
   };
-  std::vector<T> ts = {
-      {"embed.weight", "BF16", {V, d}}, {"head.weight", "BF16", {V, d}}, {"norm.weight", "BF16", {d}},
-      {"hc_head_fn", "F32", {hc, hc * d}}, {"hc_head_base", "F32", {hc}}, {"hc_head_scale", "F32", {1}}};
+  std::vector<T> ts = {{"embed.weight", "BF16", {V, d}}, {"head.weight", "BF16", {V, d}},
+                       {"norm.weight", "BF16", {d}},     {"hc_head_fn", "F32", {hc, hc * d}},
+                       {"hc_head_base", "F32", {hc}},    {"hc_head_scale", "F32", {1}}};
   const std::string p = "layers.0.";
   for (const char* s : {"hc_attn", "hc_ffn"}) {
     ts.push_back({p + s + "_fn", "F32", {mix, hc * d}});
     ts.push_back({p + s + "_base", "F32", {mix}});
     ts.push_back({p + s + "_scale", "F32", {3}});
   }
-  std::vector<T> more = {
-      {p + "attn_norm.weight", "BF16", {d}}, {p + "ffn_norm.weight", "BF16", {d}},
-      {p + "attn.attn_sink", "F32", {H}}, {p + "attn.wq_a.weight", "BF16", {ql, d}},
-      {p + "attn.q_norm.weight", "BF16", {ql}}, {p + "attn.wq_b.weight", "BF16", {H * D, ql}},
-      {p + "attn.wkv.weight", "BF16", {D, d}}, {p + "attn.kv_norm.weight", "BF16", {D}},
-      {p + "attn.wo_a.weight", "BF16", {G * olr, H * D / G}}, {p + "attn.wo_b.weight", "BF16", {d, G * olr}},
-      {p + "attn.compressor.wkv.weight", "BF16", {2 * D, d}},
-      {p + "attn.compressor.wgate.weight", "BF16", {2 * D, d}},
-      {p + "attn.compressor.ape", "F32", {4, 2 * D}}, {p + "attn.compressor.norm.weight", "BF16", {D}},
-      {p + "attn.indexer.wq_b.weight", "BF16", {ih * ihd, ql}},
-      {p + "attn.indexer.weights_proj.weight", "BF16", {ih, d}},
-      {p + "attn.indexer.compressor.wkv.weight", "BF16", {2 * ihd, d}},
-      {p + "attn.indexer.compressor.wgate.weight", "BF16", {2 * ihd, d}},
-      {p + "attn.indexer.compressor.ape", "F32", {4, 2 * ihd}},
-      {p + "attn.indexer.compressor.norm.weight", "BF16", {ihd}},
-      {p + "ffn.gate.weight", "BF16", {E, d}}, {p + "ffn.gate.bias", "F32", {E}},
-      {p + "ffn.shared_experts.w1.weight", "BF16", {inter, d}},
-      {p + "ffn.shared_experts.w2.weight", "BF16", {d, inter}},
-      {p + "ffn.shared_experts.w3.weight", "BF16", {inter, d}}};
+  std::vector<T> more = {{p + "attn_norm.weight", "BF16", {d}},
+                         {p + "ffn_norm.weight", "BF16", {d}},
+                         {p + "attn.attn_sink", "F32", {H}},
+                         {p + "attn.wq_a.weight", "BF16", {ql, d}},
+                         {p + "attn.q_norm.weight", "BF16", {ql}},
+                         {p + "attn.wq_b.weight", "BF16", {H * D, ql}},
+                         {p + "attn.wkv.weight", "BF16", {D, d}},
+                         {p + "attn.kv_norm.weight", "BF16", {D}},
+                         {p + "attn.wo_a.weight", "BF16", {G * olr, H * D / G}},
+                         {p + "attn.wo_b.weight", "BF16", {d, G * olr}},
+                         {p + "attn.compressor.wkv.weight", "BF16", {2 * D, d}},
+                         {p + "attn.compressor.wgate.weight", "BF16", {2 * D, d}},
+                         {p + "attn.compressor.ape", "F32", {4, 2 * D}},
+                         {p + "attn.compressor.norm.weight", "BF16", {D}},
+                         {p + "attn.indexer.wq_b.weight", "BF16", {ih * ihd, ql}},
+                         {p + "attn.indexer.weights_proj.weight", "BF16", {ih, d}},
+                         {p + "attn.indexer.compressor.wkv.weight", "BF16", {2 * ihd, d}},
+                         {p + "attn.indexer.compressor.wgate.weight", "BF16", {2 * ihd, d}},
+                         {p + "attn.indexer.compressor.ape", "F32", {4, 2 * ihd}},
+                         {p + "attn.indexer.compressor.norm.weight", "BF16", {ihd}},
+                         {p + "ffn.gate.weight", "BF16", {E, d}},
+                         {p + "ffn.gate.bias", "F32", {E}},
+                         {p + "ffn.shared_experts.w1.weight", "BF16", {inter, d}},
+                         {p + "ffn.shared_experts.w2.weight", "BF16", {d, inter}},
+                         {p + "ffn.shared_experts.w3.weight", "BF16", {inter, d}}};
   ts.insert(ts.end(), more.begin(), more.end());
   for (int e = 0; e < E; ++e) {
     const std::string x = p + "ffn.experts." + std::to_string(e) + ".";
@@ -212,8 +227,10 @@ void write_real_layer(const std::string& dir) {
     for (int64_t s : ts[i].shape) n *= s;
     const uint64_t bytes = static_cast<uint64_t>(n) * (ts[i].dtype == "F32" ? 4 : 2);
     header += (i ? ",\"" : "\"") + ts[i].name + "\":{\"dtype\":\"" + ts[i].dtype + "\",\"shape\":[";
-    for (size_t k = 0; k < ts[i].shape.size(); ++k) header += (k ? "," : "") + std::to_string(ts[i].shape[k]);
-    header += "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + bytes) + "]}";
+    for (size_t k = 0; k < ts[i].shape.size(); ++k)
+      header += (k ? "," : "") + std::to_string(ts[i].shape[k]);
+    header +=
+        "],\"data_offsets\":[" + std::to_string(off) + "," + std::to_string(off + bytes) + "]}";
     off += bytes;
   }
   header += "}";
@@ -230,7 +247,8 @@ void write_real_layer(const std::string& dir) {
     const bool norm = t.name.find("norm") != std::string::npos;
     if (t.dtype == "F32") {
       std::vector<float> v(static_cast<size_t>(n));
-      for (auto& x : v) x = t.name.find("scale") != std::string::npos ? 1.0f : ((rng() % 2001) - 1000) * 2e-5f;
+      for (auto& x : v)
+        x = t.name.find("scale") != std::string::npos ? 1.0f : ((rng() % 2001) - 1000) * 2e-5f;
       f.write(reinterpret_cast<const char*>(v.data()), n * 4);
     } else {
       std::vector<uint16_t> v(static_cast<size_t>(n));
@@ -252,7 +270,8 @@ void write_real_layer(const std::string& dir) {
          "\"rope_theta\":10000,\"rope_scaling\":{\"type\":\"yarn\",\"factor\":16,"
          "\"original_max_position_embeddings\":65536,\"beta_fast\":32,\"beta_slow\":1},"
          "\"index_n_heads\":64,\"index_head_dim\":128,\"index_topk\":512,\"n_routed_experts\":"
-      << E << ",\"n_shared_experts\":1,\"num_experts_per_tok\":6,\"moe_intermediate_size\":" << inter
+      << E
+      << ",\"n_shared_experts\":1,\"num_experts_per_tok\":6,\"moe_intermediate_size\":" << inter
       << ",\"scoring_func\":\"sqrtsoftplus\",\"routed_scaling_factor\":1.5,\"swiglu_limit\":10.0,"
          "\"num_hash_layers\":0,\"hc_mult\":4,\"hc_sinkhorn_iters\":20,\"hc_eps\":1e-6,"
          "\"rms_norm_eps\":1e-6,\"bos_token_id\":0,\"eos_token_id\":1}";
@@ -262,7 +281,8 @@ Model& real_layer() {
   static TempCheckpoint tmp;
   static std::unique_ptr<Model> m;
   if (!m) {
-    tmp.dir = (fs::temp_directory_path() / ("deepinfer_v4_layer_" + std::to_string(::getpid()))).string();
+    tmp.dir =
+        (fs::temp_directory_path() / ("deepinfer_v4_layer_" + std::to_string(::getpid()))).string();
     fs::create_directories(tmp.dir);
     write_real_layer(tmp.dir);
     m = load_or_die(tmp.dir);

@@ -44,11 +44,13 @@ JsonObject read_request() {
 }
 
 std::vector<int32_t> read_ids(const Json& v, const char* what) {
-  if (!v.is_array()) fail("invalid_request_error", std::string("\"") + what + "\" must be an array");
+  if (!v.is_array())
+    fail("invalid_request_error", std::string("\"") + what + "\" must be an array");
   std::vector<int32_t> out;
   for (const auto& x : v.as_array()) {
     if (!x.is_int64() || x.as_int64() < 0 || x.as_int64() > INT32_MAX) {
-      fail("invalid_request_error", std::string("\"") + what + "\" must hold non-negative integers");
+      fail("invalid_request_error",
+           std::string("\"") + what + "\" must hold non-negative integers");
     }
     out.push_back(static_cast<int32_t>(x.as_int64()));
   }
@@ -124,7 +126,8 @@ double number_or(const JsonObject& o, const char* key, double fallback) {
   fail("invalid_request_error", std::string("\"") + key + "\" must be a number");
 }
 
-std::unique_ptr<deepinfer::tokenizer::Tokenizer> load_tokenizer(const std::string& dir, bool required) {
+std::unique_ptr<deepinfer::tokenizer::Tokenizer> load_tokenizer(const std::string& dir,
+                                                                bool required) {
   std::error_code ec;
   if (!std::filesystem::exists(dir + "/tokenizer.json", ec)) {
     if (required) fail("invalid_request_error", "\"prompt\" needs " + dir + "/tokenizer.json");
@@ -193,7 +196,8 @@ void run_generate(const std::string& dir, int threads) {
   std::vector<int32_t> out;
   const int64_t last = static_cast<int64_t>(ids.size()) - 1;
   if (max_tokens >= 1) {
-    if (auto s = model->forward(state, ids, std::span<const int64_t>(&last, 1), logits.data()); !s) {
+    if (auto s = model->forward(state, ids, std::span<const int64_t>(&last, 1), logits.data());
+        !s) {
       fail("invalid_request_error", s.error().message);
     }
   }

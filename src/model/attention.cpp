@@ -60,39 +60,42 @@ void index_select(const ChunkContext& ctx, const BlockWeights& w, const BlockSta
   const int64_t per_token = std::max<int64_t>(1, st.n_compressed * ih * ihd);
   cpu::parallel_for(ctx.pool, n, std::max<int64_t>(1, (int64_t{1} << 16) / per_token),
                     [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> score;
-    thread_local std::vector<int32_t> order;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t p = ctx.pos0 + t;
-      const int64_t vis = std::min<int64_t>((p + 1) / ratio, st.n_compressed);
-      score.resize(static_cast<size_t>(vis));
-      for (int64_t j = 0; j < vis; ++j) {
-        const float* k = st.index_keys.data() + j * ihd;
-        if (fused) {
-          score[static_cast<size_t>(j)] =
-              ctx.hooks.index_score(q + t * ih * ihd, k, wt + t * ih, ih, ihd);
-          continue;
-        }
-        float s = 0;
-        for (int h = 0; h < ih; ++h) {
-          const float d = cpu::dot(q + (t * ih + h) * ihd, k, ihd);
-          s += (d > 0 ? d * sscale : 0.0f) * wt[t * ih + h];
-        }
-        score[static_cast<size_t>(j)] = s;
-      }
-      if (ctx.hooks.index_scores && vis) ctx.hooks.index_scores(score.data(), vis);
-      const int64_t k = std::min<int64_t>(topk, vis);
-      order.resize(static_cast<size_t>(vis));
-      std::iota(order.begin(), order.end(), 0);
-      auto better = [&](int32_t a, int32_t b) {
-        const float sa = score[static_cast<size_t>(a)], sb = score[static_cast<size_t>(b)];
-        return sa > sb || (sa == sb && a < b);
-      };
-      if (k < vis) std::partial_sort(order.begin(), order.begin() + k, order.end(), better);
-      std::copy(order.begin(), order.begin() + k, sel + t * topk);
-      cnt[t] = static_cast<int32_t>(k);
-    }
-  });
+                      thread_local std::vector<float> score;
+                      thread_local std::vector<int32_t> order;
+                      for (int64_t t = t0; t < t1; ++t) {
+                        const int64_t p = ctx.pos0 + t;
+                        const int64_t vis = std::min<int64_t>((p + 1) / ratio, st.n_compressed);
+                        score.resize(static_cast<size_t>(vis));
+                        for (int64_t j = 0; j < vis; ++j) {
+                          const float* k = st.index_keys.data() + j * ihd;
+                          if (fused) {
+                            score[static_cast<size_t>(j)] =
+                                ctx.hooks.index_score(q + t * ih * ihd, k, wt + t * ih, ih, ihd);
+                            continue;
+                          }
+                          float s = 0;
+                          for (int h = 0; h < ih; ++h) {
+                            const float d = cpu::dot(q + (t * ih + h) * ihd, k, ihd);
+                            s += (d > 0 ? d * sscale : 0.0f) * wt[t * ih + h];
+                          }
+                          score[static_cast<size_t>(j)] = s;
+                        }
+                        if (ctx.hooks.index_scores && vis)
+                          ctx.hooks.index_scores(score.data(), vis);
+                        const int64_t k = std::min<int64_t>(topk, vis);
+                        order.resize(static_cast<size_t>(vis));
+                        std::iota(order.begin(), order.end(), 0);
+                        auto better = [&](int32_t a, int32_t b) {
+                          const float sa = score[static_cast<size_t>(a)],
+                                      sb = score[static_cast<size_t>(b)];
+                          return sa > sb || (sa == sb && a < b);
+                        };
+                        if (k < vis)
+                          std::partial_sort(order.begin(), order.begin() + k, order.end(), better);
+                        std::copy(order.begin(), order.begin() + k, sel + t * topk);
+                        cnt[t] = static_cast<int32_t>(k);
+                      }
+                    });
 }
 
 }  // namespace

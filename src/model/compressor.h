@@ -17,8 +17,7 @@ void init_compressor(CompressorState& s, int ratio, int entry_dim, bool overlap)
 // hook of its kind (kv_rows, or indexer_rows for index keys) and appended to `entries`
 // ([count, entry_dim], count updated).
 void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, CompressorState& s,
-                    const float* x, int entry_dim, int rope_pairs,
-                    bool index_keys,
+                    const float* x, int entry_dim, int rope_pairs, bool index_keys,
                     std::vector<float>& entries, int64_t& count, size_t ws_slot);
 
 }  // namespace deepinfer::model

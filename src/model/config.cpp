@@ -36,7 +36,8 @@ struct Reader {
     const Json* v = find(o, keys);
     double d = fallback;
     if (!v) {
-      if (required && error.empty()) error = std::string("config.json lacks \"") + *keys.begin() + "\"";
+      if (required && error.empty())
+        error = std::string("config.json lacks \"") + *keys.begin() + "\"";
       return fallback;
     }
     if (!as_double(*v, &d) && error.empty()) {
@@ -47,7 +48,8 @@ struct Reader {
   int integer(std::initializer_list<const char*> keys, int fallback, bool required) {
     const double d = number(keys, fallback, required);
     if (!(d == std::floor(d) && d >= -2147483648.0 && d <= 2147483647.0)) {
-      if (error.empty()) error = std::string("config.json: \"") + *keys.begin() + "\" is not an integer";
+      if (error.empty())
+        error = std::string("config.json: \"") + *keys.begin() + "\" is not an integer";
       return fallback;
     }
     return static_cast<int>(d);
@@ -68,7 +70,8 @@ void read_rope(const JsonObject& o, RopeConfig* rope, std::string* error, double
     rope->yarn = true;
     Reader r{o, {}};
     rope->factor = r.number({"factor"}, 1.0, true);
-    rope->original_max_position = r.number({"original_max_position_embeddings"}, max_position, false);
+    rope->original_max_position =
+        r.number({"original_max_position_embeddings"}, max_position, false);
     rope->beta_fast = r.number({"beta_fast"}, 32.0, false);
     rope->beta_slow = r.number({"beta_slow"}, 1.0, false);
     if (auto it = o.find("truncate"); it != o.end() && it->value().is_bool()) {
@@ -215,8 +218,8 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   const double max_pos = Reader{o, {}}.number({"max_position_embeddings"}, 0.0, false);
   c.main_rope.theta = Reader{o, {}}.number({"rope_theta"}, 10000.0, false);
   c.compress_rope.theta = Reader{o, {}}.number({"compress_rope_theta"}, c.main_rope.theta, false);
-  if (const Json* rp = find(o, {"rope_parameters"}); rp && rp->is_object() &&
-                                                     rp->as_object().contains("main")) {
+  if (const Json* rp = find(o, {"rope_parameters"});
+      rp && rp->is_object() && rp->as_object().contains("main")) {
     const auto& rpo = rp->as_object();
     if (rpo.at("main").is_object()) {
       read_rope(rpo.at("main").as_object(), &c.main_rope, &rope_error, max_pos, true);
@@ -229,7 +232,7 @@ Result<ModelConfig> parse_model_config(const Json& json) {
     read_rope(rs->as_object(), &c.compress_rope, &rope_error, max_pos, false);
     c.compress_rope.theta = theta;
     c.compress_rope.attention_factor = 1.0;  // V4: no YaRN attention scale (HF forces 1.0)
-  } else if (find(o, {"rope_factor"})) {  // official inference keys
+  } else if (find(o, {"rope_factor"})) {     // official inference keys
     Reader rr{o, {}};
     c.compress_rope.yarn = rr.number({"original_seq_len"}, 0, false) > 0;
     c.compress_rope.factor = rr.number({"rope_factor"}, 1, false);
@@ -256,8 +259,8 @@ Result<ModelConfig> parse_model_config(const Json& json) {
     return Error{"config.json: a model dimension is zero or negative"};
   }
   if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2) {
-    return Error{"config.json: RoPE width " + std::to_string(c.rope_dim) + " does not fit head_dim " +
-                 std::to_string(c.head_dim)};
+    return Error{"config.json: RoPE width " + std::to_string(c.rope_dim) +
+                 " does not fit head_dim " + std::to_string(c.head_dim)};
   }
   if (c.n_heads % c.o_groups) return Error{"config.json: num_attention_heads % o_groups != 0"};
   if (c.experts_per_token > c.n_routed_experts) {
@@ -273,10 +276,12 @@ Result<ModelConfig> parse_model_config(const Json& json) {
       if (c.index_n_heads <= 0 || c.index_head_dim <= 0 || c.index_topk <= 0) {
         return Error{"config.json: a CSA layer needs index_n_heads, index_head_dim and index_topk"};
       }
-      if (std::min(c.rope_dim, c.index_head_dim) % 2) return Error{"config.json: odd indexer RoPE width"};
+      if (std::min(c.rope_dim, c.index_head_dim) % 2)
+        return Error{"config.json: odd indexer RoPE width"};
     }
   }
-  if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid" && c.scoring_func != "softmax") {
+  if (c.scoring_func != "sqrtsoftplus" && c.scoring_func != "sigmoid" &&
+      c.scoring_func != "softmax") {
     return Error{"config.json: unsupported scoring_func \"" + c.scoring_func + "\""};
   }
   return c;

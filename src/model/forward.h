@@ -51,7 +51,8 @@ void rms_norm_rows(const float* x, int64_t rows, int64_t dim, const float* w, fl
 // X [n, hc, d] into u [n, d]; hc_post writes X'_j = post_j·y + Σ_i comb_ij·X_i in place.
 void hc_pre(const ChunkContext& ctx, const HyperConnectionWeights& w, const float* X, float* post,
             float* comb, float* u);
-void hc_post(const ChunkContext& ctx, const float* post, const float* comb, const float* y, float* X);
+void hc_post(const ChunkContext& ctx, const float* post, const float* comb, const float* y,
+             float* X);
 // Final collapse (spec §6.9): h [rows, d] from X rows.
 void hc_head(const ChunkContext& ctx, const HyperConnectionWeights& w, const float* X, int64_t rows,
              float* h);
@@ -61,13 +62,20 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
                         const float* x, float* y);
 
 // MoE sublayer (spec §6.8).
-void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, const float* x, float* y);
+void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, const float* x,
+                  float* y);
 
 // Workspace slots (each user owns its slot numbers).
 enum WsSlot : size_t {
-  kWsX = 0, kWsU, kWsXn, kWsY, kWsPost, kWsComb, kWsMix,  // driver + hc
-  kWsAttn = 16,                                           // attention: 16..39
-  kWsMoe = 40,                                            // moe: 40..55
+  kWsX = 0,
+  kWsU,
+  kWsXn,
+  kWsY,
+  kWsPost,
+  kWsComb,
+  kWsMix,        // driver + hc
+  kWsAttn = 16,  // attention: 16..39
+  kWsMoe = 40,   // moe: 40..55
 };
 
 }  // namespace deepinfer::model

@@ -43,7 +43,8 @@ void hc_pre(const ChunkContext& ctx, const HyperConnectionWeights& w, const floa
     float pre[64];
     for (int j = 0; j < hc; ++j) {
       pre[j] = sigmoid(mt[j] * w.scale[0] + w.base[static_cast<size_t>(j)]) + eps;
-      post[t * hc + j] = 2.0f * sigmoid(mt[hc + j] * w.scale[1] + w.base[static_cast<size_t>(hc + j)]);
+      post[t * hc + j] =
+          2.0f * sigmoid(mt[hc + j] * w.scale[1] + w.base[static_cast<size_t>(hc + j)]);
     }
     float* C = comb + t * hc * hc;
     for (int i = 0; i < hc; ++i) {
@@ -86,7 +87,8 @@ void hc_pre(const ChunkContext& ctx, const HyperConnectionWeights& w, const floa
   round_activation(ctx.hooks, u, n * d);
 }
 
-void hc_post(const ChunkContext& ctx, const float* post, const float* comb, const float* y, float* X) {
+void hc_post(const ChunkContext& ctx, const float* post, const float* comb, const float* y,
+             float* X) {
   const ModelConfig& c = ctx.config;
   const int hc = c.hc_mult;
   const int64_t d = c.hidden_size, n = ctx.n;

@@ -17,7 +17,8 @@ RopeTable make_rope_table(const RopeConfig& rope, int rope_dim) {
         std::pow(base, static_cast<float>(2 * i) / static_cast<float>(rope_dim));
   }
   if (!rope.yarn) {
-    for (int i = 0; i < half; ++i) t.inv_freq[static_cast<size_t>(i)] = 1.0f / pos_freq[static_cast<size_t>(i)];
+    for (int i = 0; i < half; ++i)
+      t.inv_freq[static_cast<size_t>(i)] = 1.0f / pos_freq[static_cast<size_t>(i)];
     return t;
   }
   const double dim = rope_dim;

@@ -11,7 +11,7 @@
 namespace deepinfer::model {
 
 struct RopeTable {
-  std::vector<float> inv_freq;  // [R/2]
+  std::vector<float> inv_freq;    // [R/2]
   float attention_factor = 1.0f;  // scales cos and sin (1 for V4)
 };
 

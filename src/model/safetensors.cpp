@@ -97,14 +97,16 @@ Result<std::map<std::string, TensorInfo>> SafetensorsFile::parse(const uint8_t* 
         return Error{where + ": bad shape"};
       }
       t.shape.push_back(d.as_int64());
-      if (t.shape.back() != 0 && numel > (uint64_t{1} << 48) / static_cast<uint64_t>(t.shape.back())) {
+      if (t.shape.back() != 0 &&
+          numel > (uint64_t{1} << 48) / static_cast<uint64_t>(t.shape.back())) {
         return Error{where + ": shape too large"};
       }
       numel *= static_cast<uint64_t>(t.shape.back());
     }
     if (t.shape.size() > 8) return Error{where + ": more than 8 dimensions"};
     const auto& o = off->value().as_array();
-    if (!o[0].is_int64() || !o[1].is_int64() || o[0].as_int64() < 0 || o[1].as_int64() < o[0].as_int64()) {
+    if (!o[0].is_int64() || !o[1].is_int64() || o[0].as_int64() < 0 ||
+        o[1].as_int64() < o[0].as_int64()) {
       return Error{where + ": bad data_offsets"};
     }
     const uint64_t begin = static_cast<uint64_t>(o[0].as_int64());
@@ -114,8 +116,8 @@ Result<std::map<std::string, TensorInfo>> SafetensorsFile::parse(const uint8_t* 
                    ") runs past the end of the file (truncated?)"};
     }
     if (end - begin != numel * static_cast<uint64_t>(dtype_size(t.dtype))) {
-      return Error{where + ": " + std::to_string(end - begin) + " bytes for " + std::to_string(numel) +
-                   " elements of " + dtype_name(t.dtype)};
+      return Error{where + ": " + std::to_string(end - begin) + " bytes for " +
+                   std::to_string(numel) + " elements of " + dtype_name(t.dtype)};
     }
     t.data = data + begin;
     t.nbytes = static_cast<int64_t>(end - begin);

@@ -20,13 +20,13 @@ struct CompressorState {
 };
 
 struct BlockState {
-  int window = 0;              // sliding_window
+  int window = 0;  // sliding_window
   int head_dim = 0;
   std::vector<float> ring;     // [window, head_dim]: row p mod window holds kv(p), positions < next
   CompressorState compressor;  // ratio > 0
   CompressorState index_compressor;  // CSA only
-  int64_t n_compressed = 0;    // entries emitted: entry j covers positions [r·j, r·j + r)
-  std::vector<float> compressed;  // [n_compressed, head_dim] (after norm, RoPE at r·j)
+  int64_t n_compressed = 0;          // entries emitted: entry j covers positions [r·j, r·j + r)
+  std::vector<float> compressed;     // [n_compressed, head_dim] (after norm, RoPE at r·j)
   int index_head_dim = 0;
   std::vector<float> index_keys;  // [n_compressed, index_head_dim] (CSA)
 };

@@ -50,7 +50,8 @@ class Loader {
     return it->second.info;
   }
 
-  bool expect_shape(const std::string& name, const TensorInfo& t, const std::vector<int64_t>& shape) {
+  bool expect_shape(const std::string& name, const TensorInfo& t,
+                    const std::vector<int64_t>& shape) {
     if (t.shape == shape) return true;
     fail("tensor " + name + " has shape " + shape_str(t.shape) + ", expected " + shape_str(shape));
     return false;
@@ -65,11 +66,19 @@ class Loader {
     v.in = in;
     v.data = t->data;
     switch (t->dtype) {
-      case DType::F32: v.format = WeightFormat::F32; break;
-      case DType::BF16: v.format = WeightFormat::BF16; break;
-      case DType::F8_E4M3: v.format = WeightFormat::FP8_E4M3_BLOCK; break;
+      case DType::F32:
+        v.format = WeightFormat::F32;
+        break;
+      case DType::BF16:
+        v.format = WeightFormat::BF16;
+        break;
+      case DType::F8_E4M3:
+        v.format = WeightFormat::FP8_E4M3_BLOCK;
+        break;
       case DType::I8:
-      case DType::U8: v.format = WeightFormat::FP4_E2M1_BLOCK32; break;
+      case DType::U8:
+        v.format = WeightFormat::FP4_E2M1_BLOCK32;
+        break;
       default:
         fail("tensor " + name + " has dtype " + dtype_name(t->dtype) +
              "; matrices must be F32, BF16, F8_E4M3 or packed FP4 (I8)");
@@ -83,14 +92,16 @@ class Loader {
     }
     if (v.format == WeightFormat::FP8_E4M3_BLOCK || fp4) {
       std::string base = name;
-      if (base.size() > 7 && base.compare(base.size() - 7, 7, ".weight") == 0) base.resize(base.size() - 7);
+      if (base.size() > 7 && base.compare(base.size() - 7, 7, ".weight") == 0)
+        base.resize(base.size() - 7);
       std::string sname = base + ".scale";
       if (!has(sname) && has(base + ".weight_scale_inv")) sname = base + ".weight_scale_inv";
       const TensorInfo* s = get(sname);
       if (!s) return v;
       v.block_out = fp4 ? 1 : 128;
       v.block_in = fp4 ? 32 : 128;
-      const int64_t so = (out + v.block_out - 1) / v.block_out, si = (in + v.block_in - 1) / v.block_in;
+      const int64_t so = (out + v.block_out - 1) / v.block_out,
+                    si = (in + v.block_in - 1) / v.block_in;
       if (!expect_shape(sname, *s, {so, si})) return v;
       if (s->dtype == DType::F8_E8M0 || s->dtype == DType::U8) {
         v.scale_format = ScaleFormat::UE8M0;
@@ -117,7 +128,9 @@ class Loader {
     const int64_t n = t->numel();
     out.resize(static_cast<size_t>(n));
     switch (t->dtype) {
-      case DType::F32: std::memcpy(out.data(), t->data, static_cast<size_t>(n) * 4); break;
+      case DType::F32:
+        std::memcpy(out.data(), t->data, static_cast<size_t>(n) * 4);
+        break;
       case DType::BF16:
         for (int64_t i = 0; i < n; ++i) {
           uint16_t b;
@@ -228,8 +241,8 @@ void load_compressor(Loader& L, const std::string& p, int ratio, int coff, int d
   c->norm = L.floats(p + "norm.weight", {dc});
 }
 
-void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio, bool csa, bool hash,
-                BlockWeights* b) {
+void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio, bool csa,
+                bool hash, BlockWeights* b) {
   const int d = c.hidden_size, H = c.n_heads, D = c.head_dim, hc = c.hc_mult;
   load_hc(L, p + "hc_attn", c.hc_mix(), 3, int64_t{hc} * d, &b->hc_attn, false);
   load_hc(L, p + "hc_ffn", c.hc_mix(), 3, int64_t{hc} * d, &b->hc_ffn, false);
@@ -242,8 +255,8 @@ void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio
   b->wq_b = L.matrix(a + "wq_b.weight", int64_t{H} * D, c.q_lora_rank);
   b->wkv = L.matrix(a + "wkv.weight", D, d);
   b->kv_norm = L.floats(a + "kv_norm.weight", {D});
-  b->wo_a = L.matrix(a + "wo_a.weight", int64_t{c.o_groups} * c.o_lora_rank,
-                     int64_t{H} * D / c.o_groups);
+  b->wo_a =
+      L.matrix(a + "wo_a.weight", int64_t{c.o_groups} * c.o_lora_rank, int64_t{H} * D / c.o_groups);
   b->wo_a.quantize_input = false;  // the reference applies wo_a as a bf16 einsum
   b->wo_b = L.matrix(a + "wo_b.weight", d, int64_t{c.o_groups} * c.o_lora_rank);
   if (ratio > 0) {
@@ -268,8 +281,8 @@ void load_block(Loader& L, const ModelConfig& c, const std::string& p, int ratio
   }
   // HF sizes the shared expert moe_intermediate_size; the reference n_shared · moe_inter_dim.
   int shared = inter * std::max(1, c.n_shared_experts);
-  if (const TensorInfo* t = L.peek(f + "shared_experts.w1.weight"); t && t->shape.size() == 2 &&
-      (t->shape[0] == inter || t->shape[0] == shared)) {
+  if (const TensorInfo* t = L.peek(f + "shared_experts.w1.weight");
+      t && t->shape.size() == 2 && (t->shape[0] == inter || t->shape[0] == shared)) {
     shared = static_cast<int>(t->shape[0]);
   }
   b->shared.w1 = L.matrix(f + "shared_experts.w1.weight", shared, d);
@@ -311,8 +324,9 @@ Result<ModelWeights> load_weights(const ModelConfig& c, const Checkpoint& checkp
   const int d = c.hidden_size;
   w.embed = L.matrix("embed.weight", c.vocab_size, d);
   // Tied embeddings: HF's save_pretrained then stores no head.
-  w.head = c.tie_word_embeddings && !L.has("head.weight") ? w.embed
-                                                          : L.matrix("head.weight", c.vocab_size, d);
+  w.head = c.tie_word_embeddings && !L.has("head.weight")
+               ? w.embed
+               : L.matrix("head.weight", c.vocab_size, d);
   w.norm = L.floats("norm.weight", {d});
   load_hc(L, "", c.hc_mult, 1, int64_t{c.hc_mult} * d, &w.hc_head, true);
   w.blocks.resize(static_cast<size_t>(c.num_layers));

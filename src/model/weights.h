@@ -18,9 +18,9 @@ namespace deepinfer::model {
 using cpu::WeightView;
 
 struct HyperConnectionWeights {
-  WeightView fn;            // [(2+hc)·hc or hc, hc·d]
-  std::vector<float> base;  // [(2+hc)·hc] (head: [hc])
-  std::vector<float> scale; // [3] (head: [1])
+  WeightView fn;             // [(2+hc)·hc or hc, hc·d]
+  std::vector<float> base;   // [(2+hc)·hc] (head: [hc])
+  std::vector<float> scale;  // [3] (head: [1])
 };
 
 struct CompressorWeights {

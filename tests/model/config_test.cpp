@@ -1,10 +1,11 @@
 // config.json parsing (published, HF and official keys) and the RoPE tables of spec §5.
+#include "model/config.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "common/json.h"
-#include "model/config.h"
 #include "model/rope.h"
 
 namespace deepinfer::model {
@@ -93,9 +94,11 @@ TEST(Rope, RotationAndInverse) {
 // HF nested rope_parameters: a YaRN entry without attention_factor gets HF's 0.1·ln(f) + 1.
 TEST(ModelConfig, NestedRopeParametersAttentionFactor) {
   std::string text = kFlash;
-  const std::string flat = R"("rope_scaling":{"type":"yarn","factor":16,"original_max_position_embeddings":65536,"beta_fast":32,"beta_slow":1},)";
-  text.replace(text.find(flat), flat.size(),
-               R"("rope_parameters":{"main":{"rope_type":"default","rope_theta":10000},"compress":{"rope_type":"yarn","rope_theta":160000,"factor":16,"original_max_position_embeddings":65536}},)");
+  const std::string flat =
+      R"("rope_scaling":{"type":"yarn","factor":16,"original_max_position_embeddings":65536,"beta_fast":32,"beta_slow":1},)";
+  text.replace(
+      text.find(flat), flat.size(),
+      R"("rope_parameters":{"main":{"rope_type":"default","rope_theta":10000},"compress":{"rope_type":"yarn","rope_theta":160000,"factor":16,"original_max_position_embeddings":65536}},)");
   auto c = parse_model_config(parse_json(text).value());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_NEAR(c.value().compress_rope.attention_factor, 0.1 * std::log(16.0) + 1, 1e-12);
@@ -110,9 +113,11 @@ TEST(ModelConfig, ClearErrors) {
     return c.ok() ? std::string() : c.error().message;
   };
   EXPECT_EQ(bad("\"hidden_size\":4096,", ""), "config.json lacks \"hidden_size\"");
-  EXPECT_EQ(bad("\"head_dim\":512", "\"head_dim\":\"x\""), "config.json: \"head_dim\" is not a number");
+  EXPECT_EQ(bad("\"head_dim\":512", "\"head_dim\":\"x\""),
+            "config.json: \"head_dim\" is not a number");
   EXPECT_NE(bad("\"o_groups\":8", "\"o_groups\":7").find("o_groups"), std::string::npos);
-  EXPECT_NE(bad("\"compress_ratios\":[0,0,", "\"compress_ratios\":[").find("entries"), std::string::npos);
+  EXPECT_NE(bad("\"compress_ratios\":[0,0,", "\"compress_ratios\":[").find("entries"),
+            std::string::npos);
   EXPECT_FALSE(parse_model_config(parse_json("[1]").value()).ok());
 }
 

@@ -75,7 +75,8 @@ inline std::string safetensors_image(const std::map<std::string, RawTensor>& ten
     header += first ? "" : ",";
     first = false;
     header += "\"" + name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-    for (size_t i = 0; i < t.shape.size(); ++i) header += (i ? "," : "") + std::to_string(t.shape[i]);
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      header += (i ? "," : "") + std::to_string(t.shape[i]);
     header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," +
               std::to_string(data.size() + t.bytes.size()) + "]}";
     data += t.bytes;
@@ -84,7 +85,8 @@ inline std::string safetensors_image(const std::map<std::string, RawTensor>& ten
   while (header.size() % 8) header += ' ';
   std::string out(8, '\0');
   uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
   return out + header + data;
 }
 
@@ -93,8 +95,9 @@ inline std::map<std::string, RawTensor> read_raw(const std::string& path) {
   auto f = SafetensorsFile::open(path);
   if (!f) return out;
   for (const auto& [name, t] : f.value()->tensors()) {
-    out[name] = RawTensor{dtype_name(t.dtype), t.shape,
-                          std::string(reinterpret_cast<const char*>(t.data), static_cast<size_t>(t.nbytes))};
+    out[name] = RawTensor{
+        dtype_name(t.dtype), t.shape,
+        std::string(reinterpret_cast<const char*>(t.data), static_cast<size_t>(t.nbytes))};
   }
   return out;
 }

@@ -3,8 +3,8 @@
 // decode logits, teacher-forced prefill, and incremental decode == one full forward.
 #include <gtest/gtest.h>
 
-#include "model/model.h"
 #include "fixture_util.h"
+#include "model/model.h"
 
 namespace deepinfer::model {
 namespace {
@@ -63,8 +63,10 @@ TEST_P(HfFixture, GreedyContinuationAndDecodeLogits) {
     EXPECT_LE(max_abs_diff(lg.data(), want_logits.data() + i * V, V), kTolerance) << "step " << i;
     got.push_back(argmax(lg.data(), V));
     const int64_t zero = 0;
-    ASSERT_TRUE(model_->forward(st, std::span<const int32_t>(&got.back(), 1),
-                                std::span<const int64_t>(&zero, 1), lg.data()).ok());
+    ASSERT_TRUE(model_
+                    ->forward(st, std::span<const int32_t>(&got.back(), 1),
+                              std::span<const int64_t>(&zero, 1), lg.data())
+                    .ok());
   }
   EXPECT_EQ(got, want_ids);
 }
@@ -82,7 +84,8 @@ TEST_P(HfFixture, TeacherForcedPrefill) {
   SequenceState st = model_->new_state();
   ASSERT_TRUE(model_->forward(st, ids, rows, got.data()).ok());
   for (size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_LE(max_abs_diff(got.data() + i * V, want.data() + i * V, V), kTolerance) << "row " << rows[i];
+    EXPECT_LE(max_abs_diff(got.data() + i * V, want.data() + i * V, V), kTolerance)
+        << "row " << rows[i];
   }
 }
 
@@ -107,8 +110,9 @@ TEST_P(HfFixture, IncrementalDecodeEqualsFullForward) {
       }
       next += rows.size();
       std::vector<float> got(rows.size() * V);
-      ASSERT_TRUE(model_->forward(st, std::span<const int32_t>(ids.data() + s, len), rows,
-                                  got.data()).ok());
+      ASSERT_TRUE(
+          model_->forward(st, std::span<const int32_t>(ids.data() + s, len), rows, got.data())
+              .ok());
       for (size_t i = 0; i < rows.size(); ++i) {
         EXPECT_LE(max_abs_diff(got.data() + i * V, want.data() + which[i] * V, V), kTolerance)
             << "chunk " << chunk << " row " << rows32[which[i]];

@@ -74,7 +74,8 @@ TEST(CanonicalName, HfSavePretrainedNames) {
   EXPECT_EQ(canonical_tensor_name("model.hc_head.hc_fn"), "hc_head_fn");
   EXPECT_EQ(canonical_tensor_name("model.hc_head.hc_base"), "hc_head_base");
   EXPECT_EQ(canonical_tensor_name("model.hc_head.hc_scale"), "hc_head_scale");
-  EXPECT_EQ(canonical_tensor_name("model.layers.3.attn.norm.weight"), "layers.3.attn.kv_norm.weight");
+  EXPECT_EQ(canonical_tensor_name("model.layers.3.attn.norm.weight"),
+            "layers.3.attn.kv_norm.weight");
   EXPECT_EQ(canonical_tensor_name("model.layers.3.attn.compressor.norm.weight"),
             "layers.3.attn.compressor.norm.weight");
   EXPECT_EQ(canonical_tensor_name("model.layers.0.ffn.experts.2.w1.weight"),
@@ -119,7 +120,8 @@ TEST(Loader, ShardedCheckpointAndExtraFiles) {
   for (auto& [name, t] : all) {
     const bool to_a = (i++ % 2) == 0;
     (to_a ? a : b)[name] = t;
-    map += (first ? "\"" : ",\"") + name + "\":\"" + (to_a ? "m-1.safetensors" : "m-2.safetensors") + "\"";
+    map += (first ? "\"" : ",\"") + name + "\":\"" +
+           (to_a ? "m-1.safetensors" : "m-2.safetensors") + "\"";
     first = false;
   }
   map += "}}";
@@ -148,7 +150,8 @@ TEST(Loader, UnknownTensorIsNamed) {
   t["layers.1.attn.mystery.weight"] = t["norm.weight"];
   testing::write_file(dir.str() + "/model.safetensors", testing::safetensors_image(t));
   copy_config(dir.str());
-  EXPECT_NE(load_error(dir.str()).find("unknown tensor layers.1.attn.mystery.weight"), std::string::npos);
+  EXPECT_NE(load_error(dir.str()).find("unknown tensor layers.1.attn.mystery.weight"),
+            std::string::npos);
 }
 
 TEST(Loader, MisShapedTensorIsNamed) {
@@ -164,13 +167,15 @@ TEST(Loader, MisShapedTensorIsNamed) {
 
 TEST(Loader, TruncatedAndMalformedFiles) {
   const std::string image = testing::safetensors_image(b_tensors());
-  for (size_t cut : {size_t{0}, size_t{5}, size_t{8}, size_t{100}, image.size() / 2, image.size() - 1}) {
+  for (size_t cut :
+       {size_t{0}, size_t{5}, size_t{8}, size_t{100}, image.size() / 2, image.size() - 1}) {
     auto r = SafetensorsFile::parse(reinterpret_cast<const uint8_t*>(image.data()), cut, "m");
     EXPECT_FALSE(r.ok()) << cut;
   }
   std::string bad = image;
   bad[8] = '!';  // the JSON header's opening brace
-  EXPECT_FALSE(SafetensorsFile::parse(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), "m").ok());
+  EXPECT_FALSE(
+      SafetensorsFile::parse(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), "m").ok());
   TempDir dir;
   testing::write_file(dir.str() + "/model.safetensors", image.substr(0, image.size() - 3));
   copy_config(dir.str());

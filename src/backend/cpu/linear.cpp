@@ -20,7 +20,7 @@
 namespace deepinfer::cpu {
 namespace {
 
-constexpr int kMaxGemvRows = 4;     // x rows sharing one pass over the weights
+constexpr int kMaxGemvRows = 4;       // x rows sharing one pass over the weights
 constexpr int64_t kGemmMinRows = 12;  // from here on: fp32 block + sgemm
 constexpr int64_t kGemmBlock = 64;    // output rows converted per sgemm call
 
@@ -34,8 +34,8 @@ inline float hsum256(__m256 v) {
 
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load8(const uint16_t* p) {
-  return _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
 }
 inline float load1(const float* p) { return *p; }
 inline float load1(const uint16_t* p) { return bf16_to_f32(*p); }
@@ -55,7 +55,8 @@ void dot_avx2(const float* x, int64_t ldx, const W* w, int64_t in, float* out, i
   }
   for (; k + 8 <= in; k += 8) {
     const __m256 w0 = load8(w + k);
-    for (int r = 0; r < R; ++r) a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * ldx + k), w0, a0[r]);
+    for (int r = 0; r < R; ++r)
+      a0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * ldx + k), w0, a0[r]);
   }
   for (int r = 0; r < R; ++r) {
     float s = hsum256(_mm256_add_ps(a0[r], a1[r]));
@@ -74,7 +75,7 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_512(const uint1
 
 template <int R, class W>
 __attribute__((target("avx512f,avx512bw"))) void dot_avx512(const float* x, int64_t ldx, const W* w,
-                                                             int64_t in, float* out, int64_t ldo) {
+                                                            int64_t in, float* out, int64_t ldo) {
   __m512 a0[R], a1[R];
   for (int r = 0; r < R; ++r) a0[r] = a1[r] = _mm512_setzero_ps();
   int64_t k = 0;
@@ -87,7 +88,8 @@ __attribute__((target("avx512f,avx512bw"))) void dot_avx512(const float* x, int6
   }
   for (; k + 16 <= in; k += 16) {
     const __m512 w0 = load16_512(w + k);
-    for (int r = 0; r < R; ++r) a0[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * ldx + k), w0, a0[r]);
+    for (int r = 0; r < R; ++r)
+      a0[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + r * ldx + k), w0, a0[r]);
   }
   for (int r = 0; r < R; ++r) {
     float s = _mm512_reduce_add_ps(_mm512_add_ps(a0[r], a1[r]));
@@ -97,8 +99,8 @@ __attribute__((target("avx512f,avx512bw"))) void dot_avx512(const float* x, int6
 }
 
 template <class W, int R>
-void gemv_rows(const float* x, int64_t in, const W* w, int64_t ws, float* y, int64_t out, int64_t o0,
-               int64_t o1) {
+void gemv_rows(const float* x, int64_t in, const W* w, int64_t ws, float* y, int64_t out,
+               int64_t o0, int64_t o1) {
   const bool wide = cpu_has_avx512();
   for (int64_t o = o0; o < o1; ++o) {
     if (wide) {
@@ -117,10 +119,17 @@ void gemv_range(const float* x, int64_t n_rows, const WeightView& wv, float* y, 
   int64_t r = 0;
   for (; r + 4 <= n_rows; r += 4) gemv_rows<W, 4>(x + r * in, in, w, ws, y + r * out, out, o0, o1);
   switch (n_rows - r) {
-    case 3: gemv_rows<W, 3>(x + r * in, in, w, ws, y + r * out, out, o0, o1); break;
-    case 2: gemv_rows<W, 2>(x + r * in, in, w, ws, y + r * out, out, o0, o1); break;
-    case 1: gemv_rows<W, 1>(x + r * in, in, w, ws, y + r * out, out, o0, o1); break;
-    default: break;
+    case 3:
+      gemv_rows<W, 3>(x + r * in, in, w, ws, y + r * out, out, o0, o1);
+      break;
+    case 2:
+      gemv_rows<W, 2>(x + r * in, in, w, ws, y + r * out, out, o0, o1);
+      break;
+    case 1:
+      gemv_rows<W, 1>(x + r * in, in, w, ws, y + r * out, out, o0, o1);
+      break;
+    default:
+      break;
   }
 }
 
@@ -181,8 +190,12 @@ WeightView WeightView::rows(int64_t r0, int64_t n) const {
   v.out = n;
   v.row_stride = stride();
   switch (format) {
-    case WeightFormat::F32: v.data = static_cast<const float*>(data) + r0 * stride(); break;
-    case WeightFormat::BF16: v.data = static_cast<const uint16_t*>(data) + r0 * stride(); break;
+    case WeightFormat::F32:
+      v.data = static_cast<const float*>(data) + r0 * stride();
+      break;
+    case WeightFormat::BF16:
+      v.data = static_cast<const uint16_t*>(data) + r0 * stride();
+      break;
     case WeightFormat::FP8_E4M3_BLOCK:
       v.data = static_cast<const uint8_t*>(data) + r0 * stride();
       if (scale) {
@@ -231,7 +244,8 @@ void dequantize_row(const WeightView& w, int64_t r, float* out) {
     case WeightFormat::F32:
       std::memcpy(out, static_cast<const float*>(w.data) + r * w.stride(), w.in * sizeof(float));
       return;
-    case WeightFormat::BF16: bf16_to_f32_row(static_cast<const uint16_t*>(w.data) + r * w.stride(), out, w.in);
+    case WeightFormat::BF16:
+      bf16_to_f32_row(static_cast<const uint16_t*>(w.data) + r * w.stride(), out, w.in);
       return;
     default: {
       DequantizeRowFn fn = row_decoders()[static_cast<size_t>(w.format)];
@@ -251,10 +265,14 @@ void register_dequantize_row(WeightFormat format, DequantizeRowFn fn) {
 
 const char* to_string(WeightFormat format) {
   switch (format) {
-    case WeightFormat::F32: return "F32";
-    case WeightFormat::BF16: return "BF16";
-    case WeightFormat::FP8_E4M3_BLOCK: return "FP8_E4M3_BLOCK";
-    case WeightFormat::FP4_E2M1_BLOCK32: return "FP4_E2M1_BLOCK32";
+    case WeightFormat::F32:
+      return "F32";
+    case WeightFormat::BF16:
+      return "BF16";
+    case WeightFormat::FP8_E4M3_BLOCK:
+      return "FP8_E4M3_BLOCK";
+    case WeightFormat::FP4_E2M1_BLOCK32:
+      return "FP4_E2M1_BLOCK32";
   }
   return "?";
 }

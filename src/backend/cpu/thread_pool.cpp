@@ -48,7 +48,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t max_parts = std::max<int64_t>(1, std::min<int64_t>(size(), (n + grain - 1) / grain));
+  const int64_t max_parts =
+      std::max<int64_t>(1, std::min<int64_t>(size(), (n + grain - 1) / grain));
   if (max_parts == 1 || workers_.empty()) {
     fn(0, n);
     return;
