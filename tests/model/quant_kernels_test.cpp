@@ -225,10 +225,15 @@ TEST(QuantKernels, LargeBlockScalesAreExact) {
   v.scale_format = cpu::ScaleFormat::UE8M0;
   v.block_out = v.block_in = 128;
   v.scale_stride = 1;
-  std::vector<float> x(16, 1.0f);
+  std::vector<float> x(32, 1.0f);
   float y = 0;
   cpu::quant_linear_range(x.data(), 1, v, &y, 0, 1, cpu::QuantActivations::Fp32);
   EXPECT_EQ(y, (15.0f + 448.0f) * 8192.0f);
+  q.resize(32, 0x38);  // 32 wide: the AVX-512 path where the CPU has it
+  v.in = 32;
+  v.data = q.data();
+  cpu::quant_linear_range(x.data(), 1, v, &y, 0, 1, cpu::QuantActivations::Fp32);
+  EXPECT_EQ(y, (31.0f + 448.0f) * 8192.0f);
 }
 
 TEST(QuantKernels, NanCodesDecodeAsNanInTheRowDecoder) {
