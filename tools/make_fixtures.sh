@@ -31,7 +31,9 @@ case "$what" in
     hf_fixture hf_v4_a $T/examples/hf_v4_a.json 3 520
     # b: SWA, CSA, HCA, CSA; the release's RoPE/YaRN numbers; hc_mult 4.
     hf_fixture hf_v4_b $T/examples/hf_v4_b.json 5 560
-    # b in HF's own save_pretrained layout (model.* names, HF config keys), shorter.
+    # b in HF's own save_pretrained layout (model.* names, HF config keys), shorter. Only its
+    # config.json and its tensor list (tensors.json: name -> [dtype, shape] of the header) are
+    # kept; the test rebuilds that layout from hf_v4_b's weights.
     hf_fixture hf_v4_b_hflayout $T/examples/hf_v4_b.json 7 300 --hf-layout --no-variants
     ;;
   official)
