@@ -13,6 +13,8 @@ namespace {
 
 // Above this many accepted tokens a position keeps a full bitmask instead of an id list.
 constexpr size_t kDenseThreshold = 2048;
+constexpr size_t kMaskCacheSize = 8;
+constexpr size_t kMergedCacheSize = 64;
 
 }  // namespace
 
@@ -74,16 +76,77 @@ void TokenTable::build() {
 
 namespace {
 
+// FOLLOW sets: for each position, the bytes that can come right after its rule ends (in any
+// context). A token whose path leaves the rule before any other byte is rejected statically.
+std::vector<ByteSet> follow_by_position(const Grammar& g) {
+  const size_t n = g.num_rules();
+  std::vector<char> nullable(n, 0);
+  std::vector<ByteSet> first(n), follow(n);
+  auto alt_end = [&](uint32_t p) {
+    while (g.pos(p).kind != Position::Kind::kEnd) ++p;
+    return p;
+  };
+  // FIRST of the suffix starting at p; returns whether it is nullable.
+  auto suffix_first = [&](uint32_t p, ByteSet& out) {
+    for (;; ++p) {
+      const Position& q = g.pos(p);
+      if (q.kind == Position::Kind::kEnd) return true;
+      if (q.kind == Position::Kind::kBytes) {
+        out.merge(g.byteset(q.arg));
+        return false;
+      }
+      out.merge(first[q.arg]);
+      if (!nullable[q.arg]) return false;
+    }
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t r = 0; r < n; ++r) {
+      for (uint32_t start : g.starts(r)) {
+        ByteSet f = first[r];
+        const bool nul = suffix_first(start, f);
+        if (!(f == first[r])) first[r] = f, changed = true;
+        if (nul && !nullable[r]) nullable[r] = 1, changed = true;
+      }
+    }
+  }
+  std::vector<uint32_t> rule_of(g.num_positions(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t r = 0; r < n; ++r) {
+      for (uint32_t start : g.starts(r)) {
+        const uint32_t end = alt_end(start);
+        for (uint32_t p = start; p <= end; ++p) {
+          rule_of[p] = r;
+          const Position& q = g.pos(p);
+          if (q.kind != Position::Kind::kRule) continue;
+          ByteSet f = follow[q.arg];
+          if (suffix_first(p + 1, f)) f.merge(follow[r]);
+          if (!(f == follow[q.arg])) follow[q.arg] = f, changed = true;
+        }
+      }
+    }
+  }
+  std::vector<ByteSet> out(g.num_positions());
+  for (uint32_t p = 0; p < g.num_positions(); ++p) out[p] = follow[rule_of[p]];
+  return out;
+}
+
 // Classifies every token for one start position: 2 accepted, 1 depends on the stack below.
 class Precompute {
  public:
   Precompute(const Grammar& g, const TokenTable& v, std::vector<uint8_t>& flags)
-      : runner_(g), vocab_(v), flags_(flags), levels_(v.max_len() + 2) {}
+      : runner_(g),
+        vocab_(v),
+        flags_(flags),
+        levels_(v.max_len() + 2),
+        follow_(follow_by_position(g)) {}
 
   Status run(uint32_t pos, std::chrono::steady_clock::time_point deadline, int64_t limit_ms) {
     if (runner_.num_nodes() > (1u << 20)) runner_.clear();
     deadline_ = deadline;
     limit_ms_ = limit_ms;
+    follow_now_ = &follow_[pos];
     runner_.start_at(pos, levels_[0]);
     return dfs(0, 0);
   }
@@ -99,7 +162,7 @@ class Precompute {
                    " ms"};
     for (uint32_t c = n.child_begin; c < n.child_end; ++c) {
       const TokenTable::TrieNode& ch = trie[c];
-      if (s.finished)
+      if (s.finished && follow_now_->test(ch.byte))
         for (uint32_t i = ch.lo; i < ch.hi; ++i) flags_[i] = std::max<uint8_t>(flags_[i], 1);
       if (!fb.test(ch.byte)) continue;
       runner_.advance(s, ch.byte, levels_[d + 1]);
@@ -108,8 +171,12 @@ class Precompute {
       if (ch.child_begin < ch.child_end && !levels_[d + 1].tops.empty()) {
         Status st = dfs(c, d + 1);
         if (!st.ok()) return st;
-      } else if (levels_[d + 1].finished && ch.child_begin < ch.child_end) {
-        for (uint32_t i = ch.end_hi; i < ch.hi; ++i) flags_[i] = std::max<uint8_t>(flags_[i], 1);
+      } else if (levels_[d + 1].finished) {
+        for (uint32_t k = ch.child_begin; k < ch.child_end; ++k) {
+          if (!follow_now_->test(trie[k].byte)) continue;
+          for (uint32_t i = trie[k].lo; i < trie[k].hi; ++i)
+            flags_[i] = std::max<uint8_t>(flags_[i], 1);
+        }
       }
     }
     return Status::Ok();
@@ -119,6 +186,8 @@ class Precompute {
   const TokenTable& vocab_;
   std::vector<uint8_t>& flags_;
   std::vector<StackSet> levels_;
+  std::vector<ByteSet> follow_;
+  const ByteSet* follow_now_ = nullptr;
   std::chrono::steady_clock::time_point deadline_;
   int64_t limit_ms_ = 0;
   uint64_t visits_ = 0;
@@ -207,6 +276,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
 
 void GrammarMatcher::reset() {
   runner_.clear();
+  mask_cache_.clear();
   runner_.start_rule(g_->grammar().root(), state_);
   terminated_ = false;
 }
@@ -279,49 +349,97 @@ bool GrammarMatcher::check(uint32_t sorted_index, size_t& depth_valid) {
   return levels_[d].alive();
 }
 
+const GrammarMatcher::Merged& GrammarMatcher::merged_table(const std::vector<uint32_t>& positions) {
+  for (const auto& [key, m] : merged_)
+    if (key == positions) return m;
+  if (merged_.size() >= kMergedCacheSize) merged_.clear();
+  Merged m;
+  m.accepted.assign(mask_words(g_->vocab().vocab_size()), 0);
+  for (uint32_t p : positions) {
+    const CompiledGrammar::PosTable* tbl = g_->table(p);
+    if (tbl == nullptr) continue;
+    if (!tbl->accepted_bits.empty()) {
+      for (size_t w = 0; w < m.accepted.size(); ++w) m.accepted[w] |= tbl->accepted_bits[w];
+    } else {
+      for (int32_t id : tbl->accepted_ids)
+        m.accepted[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+    m.uncertain.insert(m.uncertain.end(), tbl->uncertain.begin(), tbl->uncertain.end());
+  }
+  std::sort(m.uncertain.begin(), m.uncertain.end());
+  m.uncertain.erase(std::unique(m.uncertain.begin(), m.uncertain.end()), m.uncertain.end());
+  // Tokens accepted by one position need no check for the others.
+  std::erase_if(m.uncertain,
+                [&](uint32_t u) { return mask_test(m.accepted, g_->vocab().sorted_id(u)); });
+  merged_.emplace_back(positions, std::move(m));
+  return merged_.back().second;
+}
+
 void GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
-  std::fill(mask.begin(), mask.end(), 0);
   auto allow_end = [&] {
     for (int32_t t : end_tokens_)
       if (t >= 0 && static_cast<size_t>(t) < mask.size() * 64)
         mask[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
   };
   if (terminated_ || !state_.alive()) {
+    std::fill(mask.begin(), mask.end(), 0);
     allow_end();
     return;
   }
-  if (state_.finished) allow_end();
-  seen_pos_.clear();
-  uncertain_.clear();
-  for (uint32_t t : state_.tops) {
-    const uint32_t p = runner_.top_pos(t);
-    if (std::find(seen_pos_.begin(), seen_pos_.end(), p) != seen_pos_.end()) continue;
-    seen_pos_.push_back(p);
-    const CompiledGrammar::PosTable* tbl = g_->table(p);
-    if (tbl == nullptr) continue;
-    if (!tbl->accepted_bits.empty()) {
-      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= tbl->accepted_bits[w];
-    } else {
-      for (int32_t id : tbl->accepted_ids)
-        mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  for (CachedMask& c : mask_cache_) {
+    if (c.finished == state_.finished && c.tops == state_.tops && c.mask.size() == mask.size()) {
+      std::copy(c.mask.begin(), c.mask.end(), mask.begin());
+      c.stamp = ++clock_;
+      return;
     }
-    uncertain_.insert(uncertain_.end(), tbl->uncertain.begin(), tbl->uncertain.end());
   }
-  if (seen_pos_.size() > 1) {
-    std::sort(uncertain_.begin(), uncertain_.end());
-    uncertain_.erase(std::unique(uncertain_.begin(), uncertain_.end()), uncertain_.end());
+  seen_pos_.clear();
+  for (uint32_t t : state_.tops) seen_pos_.push_back(runner_.top_pos(t));
+  std::sort(seen_pos_.begin(), seen_pos_.end());
+  seen_pos_.erase(std::unique(seen_pos_.begin(), seen_pos_.end()), seen_pos_.end());
+  std::span<const uint32_t> uncertain;
+  if (seen_pos_.size() == 1) {
+    std::fill(mask.begin(), mask.end(), 0);
+    const CompiledGrammar::PosTable* tbl = g_->table(seen_pos_[0]);
+    if (tbl != nullptr) {
+      if (!tbl->accepted_bits.empty()) {
+        std::copy(tbl->accepted_bits.begin(), tbl->accepted_bits.end(), mask.begin());
+      } else {
+        for (int32_t id : tbl->accepted_ids)
+          mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+      }
+      uncertain = tbl->uncertain;
+    }
+  } else {
+    const Merged& m = merged_table(seen_pos_);
+    std::copy(m.accepted.begin(), m.accepted.end(), mask.begin());
+    uncertain = m.uncertain;
   }
-  if (uncertain_.empty()) return;
-  runner_.begin_scratch();
-  levels_[0] = state_;
-  prev_ = {};
-  size_t depth_valid = 0;
-  for (uint32_t u : uncertain_) {
-    const int32_t id = g_->vocab().sorted_id(u);
-    if (mask_test(mask, id)) continue;
-    if (check(u, depth_valid)) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  if (state_.finished) allow_end();
+  if (!uncertain.empty()) {
+    runner_.begin_scratch();
+    levels_[0] = state_;
+    prev_ = {};
+    size_t depth_valid = 0;
+    for (uint32_t u : uncertain) {
+      const int32_t id = g_->vocab().sorted_id(u);
+      if (mask_test(mask, id)) continue;
+      if (check(u, depth_valid)) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+    runner_.end_scratch();
   }
-  runner_.end_scratch();
+  CachedMask* slot = nullptr;
+  if (mask_cache_.size() < kMaskCacheSize) {
+    slot = &mask_cache_.emplace_back();
+  } else {
+    slot = &*std::min_element(
+        mask_cache_.begin(), mask_cache_.end(),
+        [](const CachedMask& a, const CachedMask& b) { return a.stamp < b.stamp; });
+  }
+  slot->tops = state_.tops;
+  slot->finished = state_.finished;
+  slot->stamp = ++clock_;
+  slot->mask.assign(mask.begin(), mask.end());
 }
 
 }  // namespace deepinfer::engine::structured

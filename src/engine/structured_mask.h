@@ -135,6 +135,22 @@ class GrammarMatcher {
   std::vector<StackSet> levels_;
   std::vector<uint32_t> uncertain_;
   std::vector<uint32_t> seen_pos_;
+  // Masks of recent states (a state recurs on every token of a long string or number).
+  struct CachedMask {
+    std::vector<uint32_t> tops;
+    bool finished = false;
+    uint64_t stamp = 0;
+    std::vector<uint64_t> mask;
+  };
+  std::vector<CachedMask> mask_cache_;
+  uint64_t clock_ = 0;
+  // Tables merged per set of top positions (several alternatives of one rule at once).
+  struct Merged {
+    std::vector<uint64_t> accepted;
+    std::vector<uint32_t> uncertain;
+  };
+  std::vector<std::pair<std::vector<uint32_t>, Merged>> merged_;
+  const Merged& merged_table(const std::vector<uint32_t>& positions);
   std::string_view prev_;
 };
 

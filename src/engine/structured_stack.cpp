@@ -1,21 +1,73 @@
 // Persistent stacks and byte advance of the structured-output pushdown automaton.
 #include "engine/structured_stack.h"
 
+#include <algorithm>
+
 namespace deepinfer::engine::structured {
+
+namespace {
+constexpr uint64_t kEmptyKey = ~uint64_t{0};
+inline size_t slot_of(uint64_t key, size_t mask) {
+  return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 20) & mask;
+}
+}  // namespace
+
+uint32_t NodeIndex::find(uint64_t key) const {
+  if (keys_.empty()) return kMissing;
+  const size_t mask = keys_.size() - 1;
+  for (size_t i = slot_of(key, mask);; i = (i + 1) & mask) {
+    if (keys_[i] == key) return values_[i];
+    if (keys_[i] == kEmptyKey) return kMissing;
+  }
+}
+
+void NodeIndex::grow() {
+  std::vector<uint64_t> keys = std::move(keys_);
+  std::vector<uint32_t> values = std::move(values_);
+  const size_t cap = keys.empty() ? 1024 : keys.size() * 2;
+  keys_.assign(cap, kEmptyKey);
+  values_.assign(cap, 0);
+  touched_.clear();
+  size_ = 0;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (keys[i] != kEmptyKey) insert(keys[i], values[i]);
+}
+
+void NodeIndex::insert(uint64_t key, uint32_t value) {
+  if ((size_ + 1) * 2 > keys_.size()) grow();
+  const size_t mask = keys_.size() - 1;
+  size_t i = slot_of(key, mask);
+  while (keys_[i] != kEmptyKey) i = (i + 1) & mask;
+  keys_[i] = key;
+  values_[i] = value;
+  touched_.push_back(static_cast<uint32_t>(i));
+  ++size_;
+}
+
+void NodeIndex::clear() {
+  for (uint32_t i : touched_) keys_[i] = kEmptyKey;
+  touched_.clear();
+  size_ = 0;
+}
 
 uint32_t StackRunner::intern(uint32_t pos, uint32_t parent) {
   const uint64_t key = (static_cast<uint64_t>(pos) << 32) | parent;
-  auto [it, inserted] = index_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
-  if (inserted) {
-    nodes_.push_back({pos, parent});
-    stamp_.push_back(0);
+  uint32_t id = index_.find(key);
+  if (id != NodeIndex::kMissing) return id;
+  NodeIndex& into = scratch_ ? scratch_index_ : index_;
+  if (scratch_) {
+    id = scratch_index_.find(key);
+    if (id != NodeIndex::kMissing) return id;
   }
-  return it->second;
+  id = static_cast<uint32_t>(nodes_.size());
+  into.insert(key, id);
+  nodes_.push_back({pos, parent});
+  stamp_.push_back(0);
+  return id;
 }
 
 void StackRunner::end_scratch() {
-  for (size_t i = scratch_base_; i < nodes_.size(); ++i)
-    index_.erase((static_cast<uint64_t>(nodes_[i].pos) << 32) | nodes_[i].parent);
+  scratch_index_.clear();
   nodes_.resize(scratch_base_);
   stamp_.resize(scratch_base_);
   scratch_ = false;
@@ -24,6 +76,7 @@ void StackRunner::end_scratch() {
 void StackRunner::clear() {
   nodes_.clear();
   index_.clear();
+  scratch_index_.clear();
   stamp_.clear();
   scratch_ = false;
 }

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/structured_grammar.h"
@@ -24,6 +23,24 @@ struct StackSet {
     finished = false;
   }
   bool alive() const { return finished || !tops.empty(); }
+};
+
+// Open-addressing map from 64-bit keys to node ids (no erase; clear() forgets the touched
+// slots only).
+class NodeIndex {
+ public:
+  static constexpr uint32_t kMissing = 0xffffffffu;
+  uint32_t find(uint64_t key) const;
+  void insert(uint64_t key, uint32_t value);
+  void clear();
+  size_t size() const { return size_; }
+
+ private:
+  void grow();
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> values_;
+  std::vector<uint32_t> touched_;
+  size_t size_ = 0;
 };
 
 class StackRunner {
@@ -60,7 +77,7 @@ class StackRunner {
 
   const Grammar* g_;
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, uint32_t> index_;
+  NodeIndex index_, scratch_index_;
   std::vector<uint32_t> stamp_;
   std::vector<uint32_t> work_;
   uint32_t epoch_ = 0;
