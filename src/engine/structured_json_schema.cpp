@@ -552,7 +552,7 @@ Result<Expr> Compiler::compile_string(const JsonObject& s, const std::string& pa
     else if (f == "uuid")
       re = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
     else if (f == "email")
-      re = "[a-z0-9]+(\\.[a-z0-9]+)*@([a-z0-9]([a-z0-9-]*[a-z0-9])?\\.)+[a-z]{2,8}";
+      re = "[a-z0-9]+(\\.[a-z0-9]+)*@[a-z0-9]+(\\.[a-z0-9]+)+";  // unambiguous subset
     else if (f == "ipv4")
       re = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|"
            "[1-9]?[0-9])){3}";

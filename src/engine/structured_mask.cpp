@@ -14,7 +14,7 @@ namespace {
 // Above this many accepted tokens a position keeps a full bitmask instead of an id list.
 constexpr size_t kDenseThreshold = 2048;
 constexpr size_t kMaskCacheSize = 8;
-constexpr size_t kMergedCacheSize = 64;
+constexpr size_t kMergedCacheSize = 256;
 
 }  // namespace
 
@@ -76,9 +76,17 @@ void TokenTable::build() {
 
 namespace {
 
-// FOLLOW sets: for each position, the bytes that can come right after its rule ends (in any
-// context). A token whose path leaves the rule before any other byte is rejected statically.
-std::vector<ByteSet> follow_by_position(const Grammar& g) {
+// FOLLOW sets: per rule, the bytes that can come right after it ends (in any context); a
+// token whose path leaves the context before a byte outside FOLLOW is rejected statically.
+// Callers: a rule with a single call site has a known continuation, so the precompute can
+// look through its end (most helper rules of regexes and schemas have one call site).
+struct GrammarInfo {
+  std::vector<ByteSet> follow;                 // per rule
+  std::vector<uint32_t> rule_of;               // per position
+  std::vector<std::vector<uint32_t>> callers;  // per rule: positions that call it
+};
+
+GrammarInfo grammar_info(const Grammar& g) {
   const size_t n = g.num_rules();
   std::vector<char> nullable(n, 0);
   std::vector<ByteSet> first(n), follow(n);
@@ -127,9 +135,13 @@ std::vector<ByteSet> follow_by_position(const Grammar& g) {
       }
     }
   }
-  std::vector<ByteSet> out(g.num_positions());
-  for (uint32_t p = 0; p < g.num_positions(); ++p) out[p] = follow[rule_of[p]];
-  return out;
+  GrammarInfo info;
+  info.callers.resize(n);
+  for (uint32_t p = 0; p < g.num_positions(); ++p)
+    if (g.pos(p).kind == Position::Kind::kRule) info.callers[g.pos(p).arg].push_back(p);
+  info.follow = std::move(follow);
+  info.rule_of = std::move(rule_of);
+  return info;
 }
 
 // Classifies every token for one start position: 2 accepted, 1 depends on the stack below.
@@ -140,14 +152,29 @@ class Precompute {
         vocab_(v),
         flags_(flags),
         levels_(v.max_len() + 2),
-        follow_(follow_by_position(g)) {}
+        g_(g),
+        info_(grammar_info(g)) {}
 
   Status run(uint32_t pos, std::chrono::steady_clock::time_point deadline, int64_t limit_ms) {
     if (runner_.num_nodes() > (1u << 20)) runner_.clear();
     deadline_ = deadline;
     limit_ms_ = limit_ms;
-    follow_now_ = &follow_[pos];
-    runner_.start_at(pos, levels_[0]);
+    // The frames below `pos` that every stack with `pos` on top has: walk up through rules
+    // with a single call site (a tail call adds no frame).
+    frames_.clear();
+    uint32_t rule = info_.rule_of[pos];
+    for (int hops = 0; hops < 64; ++hops) {
+      const auto& callers = info_.callers[rule];
+      if (callers.size() != 1 || rule == g_.root()) break;
+      const uint32_t site = callers[0];
+      const uint32_t next = g_.pos(site).next;
+      if (g_.pos(next).kind != Position::Kind::kEnd) frames_.push_back(next);
+      rule = info_.rule_of[site];
+    }
+    follow_now_ = &info_.follow[rule];
+    std::reverse(frames_.begin(), frames_.end());
+    frames_.push_back(pos);
+    runner_.start_stack(frames_, levels_[0]);
     return dfs(0, 0);
   }
 
@@ -186,7 +213,9 @@ class Precompute {
   const TokenTable& vocab_;
   std::vector<uint8_t>& flags_;
   std::vector<StackSet> levels_;
-  std::vector<ByteSet> follow_;
+  const Grammar& g_;
+  GrammarInfo info_;
+  std::vector<uint32_t> frames_;
   const ByteSet* follow_now_ = nullptr;
   std::chrono::steady_clock::time_point deadline_;
   int64_t limit_ms_ = 0;
@@ -349,30 +378,32 @@ bool GrammarMatcher::check(uint32_t sorted_index, size_t& depth_valid) {
   return levels_[d].alive();
 }
 
-const GrammarMatcher::Merged& GrammarMatcher::merged_table(const std::vector<uint32_t>& positions) {
+std::shared_ptr<const CompiledGrammar::Merged> CompiledGrammar::merged(
+    const std::vector<uint32_t>& positions) const {
+  std::lock_guard<std::mutex> lock(merged_mu_);
   for (const auto& [key, m] : merged_)
     if (key == positions) return m;
   if (merged_.size() >= kMergedCacheSize) merged_.clear();
-  Merged m;
-  m.accepted.assign(mask_words(g_->vocab().vocab_size()), 0);
+  auto m = std::make_shared<Merged>();
+  m->accepted.assign(mask_words(vocab_->vocab_size()), 0);
   for (uint32_t p : positions) {
-    const CompiledGrammar::PosTable* tbl = g_->table(p);
+    const PosTable* tbl = table(p);
     if (tbl == nullptr) continue;
     if (!tbl->accepted_bits.empty()) {
-      for (size_t w = 0; w < m.accepted.size(); ++w) m.accepted[w] |= tbl->accepted_bits[w];
+      for (size_t w = 0; w < m->accepted.size(); ++w) m->accepted[w] |= tbl->accepted_bits[w];
     } else {
       for (int32_t id : tbl->accepted_ids)
-        m.accepted[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+        m->accepted[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
-    m.uncertain.insert(m.uncertain.end(), tbl->uncertain.begin(), tbl->uncertain.end());
+    m->uncertain.insert(m->uncertain.end(), tbl->uncertain.begin(), tbl->uncertain.end());
   }
-  std::sort(m.uncertain.begin(), m.uncertain.end());
-  m.uncertain.erase(std::unique(m.uncertain.begin(), m.uncertain.end()), m.uncertain.end());
+  std::sort(m->uncertain.begin(), m->uncertain.end());
+  m->uncertain.erase(std::unique(m->uncertain.begin(), m->uncertain.end()), m->uncertain.end());
   // Tokens accepted by one position need no check for the others.
-  std::erase_if(m.uncertain,
-                [&](uint32_t u) { return mask_test(m.accepted, g_->vocab().sorted_id(u)); });
-  merged_.emplace_back(positions, std::move(m));
-  return merged_.back().second;
+  std::erase_if(m->uncertain,
+                [&](uint32_t u) { return mask_test(m->accepted, vocab_->sorted_id(u)); });
+  merged_.emplace_back(positions, m);
+  return m;
 }
 
 void GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
@@ -411,9 +442,9 @@ void GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
       uncertain = tbl->uncertain;
     }
   } else {
-    const Merged& m = merged_table(seen_pos_);
-    std::copy(m.accepted.begin(), m.accepted.end(), mask.begin());
-    uncertain = m.uncertain;
+    merged_now_ = g_->merged(seen_pos_);
+    std::copy(merged_now_->accepted.begin(), merged_now_->accepted.end(), mask.begin());
+    uncertain = merged_now_->uncertain;
   }
   if (state_.finished) allow_end();
   if (!uncertain.empty()) {

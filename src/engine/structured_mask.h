@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -91,11 +92,19 @@ class CompiledGrammar {
   const CompileStats& stats() const { return stats_; }
   // Fewest bytes from position `pos` to the end of its alternative.
   uint32_t remaining(uint32_t pos) const { return remaining_[pos]; }
+  // The tables of several top positions merged (built on first use, shared by matchers).
+  struct Merged {
+    std::vector<uint64_t> accepted;
+    std::vector<uint32_t> uncertain;
+  };
+  std::shared_ptr<const Merged> merged(const std::vector<uint32_t>& positions) const;
 
  private:
   void compute_remaining();
   std::unique_ptr<Grammar> grammar_;
   std::vector<uint32_t> remaining_;
+  mutable std::mutex merged_mu_;
+  mutable std::vector<std::pair<std::vector<uint32_t>, std::shared_ptr<const Merged>>> merged_;
   std::shared_ptr<const TokenTable> vocab_;
   std::vector<int32_t> table_index_;
   std::vector<PosTable> tables_;
@@ -135,6 +144,7 @@ class GrammarMatcher {
   std::vector<StackSet> levels_;
   std::vector<uint32_t> uncertain_;
   std::vector<uint32_t> seen_pos_;
+  std::shared_ptr<const CompiledGrammar::Merged> merged_now_;
   // Masks of recent states (a state recurs on every token of a long string or number).
   struct CachedMask {
     std::vector<uint32_t> tops;
@@ -144,13 +154,7 @@ class GrammarMatcher {
   };
   std::vector<CachedMask> mask_cache_;
   uint64_t clock_ = 0;
-  // Tables merged per set of top positions (several alternatives of one rule at once).
-  struct Merged {
-    std::vector<uint64_t> accepted;
-    std::vector<uint32_t> uncertain;
-  };
-  std::vector<std::pair<std::vector<uint32_t>, Merged>> merged_;
-  const Merged& merged_table(const std::vector<uint32_t>& positions);
+
   std::string_view prev_;
 };
 

@@ -133,6 +133,17 @@ void StackRunner::start_at(uint32_t pos, StackSet& out) {
   closure(intern(pos, kNoParent), out);
 }
 
+void StackRunner::start_stack(const std::vector<uint32_t>& positions, StackSet& out) {
+  out.clear();
+  if (++epoch_ == 0) {
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    epoch_ = 1;
+  }
+  uint32_t node = kNoParent;
+  for (uint32_t p : positions) node = intern(p, node);
+  closure(node, out);
+}
+
 void StackRunner::advance(const StackSet& in, uint8_t b, StackSet& out) {
   out.clear();
   if (++epoch_ == 0) {

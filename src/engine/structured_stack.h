@@ -51,6 +51,8 @@ class StackRunner {
   void start_rule(uint32_t rule, StackSet& out);
   // Stacks for one frame at byte position `pos` with no parent.
   void start_at(uint32_t pos, StackSet& out);
+  // Stacks for the frames `positions` (bottom first; the last one is the top).
+  void start_stack(const std::vector<uint32_t>& positions, StackSet& out);
   // Consumes byte `b`; `out` must differ from `in`.
   void advance(const StackSet& in, uint8_t b, StackSet& out);
   // Union of the bytes the tops accept.
