@@ -1,6 +1,7 @@
 // `deepinfer serve`: the OpenAI (Chat Completions, Responses, Completions) and Anthropic
 // (Messages) HTTP API over one model. The socket is open (503) while the model loads; SIGTERM or
-// SIGINT stops accepting and lets in-flight streams finish within the grace period.
+// SIGINT answers new requests 503, aborts in-flight requests (streams end with their final
+// events) and exits once the answers are written.
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -139,16 +140,6 @@ void run(const ServeFlags& f) {
   if (!eng.ok()) fail(eng.error().message);
   api.options().max_model_len = eng.value()->max_model_len();
   api.attach(*tok, *eng.value());
-  metrics.set_gauge_source([&e = *eng.value()] {
-    const auto m = e.metrics();
-    return std::vector<server::Gauge>{
-        {"deepinfer_requests_waiting", "Requests waiting for KV blocks.", double(m.num_waiting)},
-        {"deepinfer_kv_blocks_used", "KV cache blocks in use.", double(m.kv_blocks_used)},
-        {"deepinfer_kv_blocks_free", "KV cache blocks free.", double(m.kv_blocks_free)},
-        {"deepinfer_prefix_cache_hit_rate", "Prompt tokens served from the prefix cache.",
-         m.prefix_hit_rate},
-    };
-  });
   router.set_ready(true);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cerr << "deepinfer serve: model '" << api.options().served_model_name << "' ready in "
@@ -159,8 +150,9 @@ void run(const ServeFlags& f) {
   int signal = 0;
   sigwait(&signals, &signal);
   std::cerr << "deepinfer serve: signal " << signal << ", shutting down\n";
-  router.set_ready(false);
-  http.stop(5000);
+  router.set_ready(false);  // new requests: 503
+  api.abort_all();           // in-flight streams end with their final events and [DONE]
+  http.stop(5000);           // stop accepting; answered exchanges drain within the grace period
   http.wait();
 }
 

@@ -46,6 +46,54 @@ ApiService::ApiService(ApiServiceOptions options, Metrics& metrics)
 void ApiService::attach(const tokenizer::Tokenizer& tokenizer, engine::Engine& engine) {
   tokenizer_ = &tokenizer;
   engine_ = &engine;
+  metrics_.set_gauge_source([this, &engine] {
+    const auto m = engine.metrics();
+    const double total = m.kv_blocks_total > 0 ? double(m.kv_blocks_total) : 1.0;
+    return std::vector<Gauge>{
+        {"deepinfer_requests_in_flight", "Requests admitted (running + queued).",
+         double(in_flight_.load())},
+        {"deepinfer_engine_requests_running", "Requests in the engine's running batch.",
+         double(m.num_running)},
+        {"deepinfer_requests_waiting", "Requests queued in the engine (queue length).",
+         double(m.num_waiting)},
+        {"deepinfer_kv_blocks_total", "KV cache blocks.", double(m.kv_blocks_total)},
+        {"deepinfer_kv_blocks_used", "KV cache blocks in use.", double(m.kv_blocks_used)},
+        {"deepinfer_kv_blocks_free", "KV cache blocks free.", double(m.kv_blocks_free)},
+        {"deepinfer_kv_cache_usage_ratio", "Fraction of KV cache blocks in use.",
+         double(m.kv_blocks_used) / total},
+        {"deepinfer_prefix_cache_hit_rate", "Prompt tokens served from the prefix cache.",
+         m.prefix_hit_rate},
+    };
+  });
+}
+
+void ApiService::launch(SessionSetup setup, ResponderPtr responder, engine::EngineRequest request) {
+  const uint64_t key = next_id_.fetch_add(1);
+  auto done = std::move(setup.on_done);
+  setup.on_done = [this, key, done = std::move(done)] {
+    {
+      std::lock_guard lock(sessions_mu_);
+      sessions_.erase(key);
+    }
+    if (done) done();
+  };
+  auto session = std::make_shared<GenerationSession>(std::move(setup), *tokenizer_, *engine_,
+                                                     std::move(responder), metrics_);
+  {
+    std::lock_guard lock(sessions_mu_);
+    sessions_.emplace(key, session);
+  }
+  session->start(std::move(request));
+}
+
+void ApiService::abort_all() {
+  std::vector<std::shared_ptr<GenerationSession>> live;
+  {
+    std::lock_guard lock(sessions_mu_);
+    for (auto& [key, weak] : sessions_)
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+  }
+  for (auto& s : live) s->abort();
 }
 
 void ApiService::register_routes(Router& router) {
@@ -150,12 +198,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
   setup.events.custom_tool_names = conv.custom_tool_names;
   setup.on_done = [this] { in_flight_.fetch_sub(1); };
   engine::EngineRequest engine_request{std::move(ids).value(), sampling.value().params};
-  if (n == 1) {
-    auto session = std::make_shared<GenerationSession>(std::move(setup), *tokenizer_, *engine_,
-                                                       responder, metrics_);
-    session->start(std::move(engine_request));
-    return;
-  }
+  if (n == 1) return launch(std::move(setup), responder, std::move(engine_request));
   // n > 1: n independent requests (seeds seed, seed + 1, ...), one merged reply.
   setup.on_done = {};
   auto remaining = std::make_shared<std::atomic<int>>(n);
@@ -166,9 +209,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
     };
     engine::EngineRequest r = engine_request;
     if (r.params.seed) *r.params.seed += static_cast<uint64_t>(index);
-    auto session = std::make_shared<GenerationSession>(std::move(one), *tokenizer_, *engine_,
-                                                       std::move(choice_responder), metrics_);
-    session->start(std::move(r));
+    launch(std::move(one), std::move(choice_responder), std::move(r));
   });
 }
 
@@ -288,9 +329,7 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
     return std::make_unique<CompletionEventGenerator>(options, stream, sink);
   };
   setup.on_done = [this] { in_flight_.fetch_sub(1); };
-  auto session = std::make_shared<GenerationSession>(std::move(setup), *tokenizer_, *engine_,
-                                                     responder, metrics_);
-  session->start(engine::EngineRequest{std::move(ids), sampling.value().params});
+  launch(std::move(setup), responder, engine::EngineRequest{std::move(ids), sampling.value().params});
 }
 
 }  // namespace deepinfer::server

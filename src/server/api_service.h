@@ -4,10 +4,14 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "engine/engine.h"
 #include "recipe/render.h"
+#include "server/generation_session.h"
 #include "server/metrics.h"
 #include "server/router.h"
 #include "tokenizer/tokenizer.h"
@@ -30,12 +34,18 @@ class ApiService {
   // Binds the loaded tokenizer and engine; call before Router::set_ready(true).
   void attach(const tokenizer::Tokenizer& tokenizer, engine::Engine& engine);
   ApiServiceOptions& options() { return options_; }
+  // Aborts every request in flight (shutdown): streams end with their final events, complete
+  // requests answer with what was generated so far.
+  void abort_all();
+  int in_flight() const { return in_flight_.load(); }
 
  private:
   void handle_generation(recipe::Protocol protocol, HttpRequest request, ResponderPtr responder);
   void handle_completions(HttpRequest request, ResponderPtr responder);
   void handle_models(ResponderPtr responder) const;
   bool admit(recipe::Protocol protocol, const ResponderPtr& responder);
+  // Creates, registers and starts one generation session.
+  void launch(SessionSetup setup, ResponderPtr responder, engine::EngineRequest request);
 
   ApiServiceOptions options_;
   const tokenizer::Tokenizer* tokenizer_ = nullptr;
@@ -44,6 +54,8 @@ class ApiService {
   std::atomic<int> in_flight_{0};
   std::atomic<uint64_t> next_id_{1};
   int64_t started_at_ = 0;
+  std::mutex sessions_mu_;
+  std::unordered_map<uint64_t, std::weak_ptr<GenerationSession>> sessions_;
 };
 
 }  // namespace deepinfer::server

@@ -28,24 +28,35 @@ GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokeni
 
 bool GenerationSession::start(engine::EngineRequest request) {
   auto self = shared_from_this();
+  // The stream opens before the engine can produce a token: the first frames are written from
+  // the engine thread and must follow the headers.
+  if (setup_.stream) responder_->open_stream(200, "text/event-stream");
+  ++metrics_.requests_running;  // before the engine can finish it (close_exchange decrements)
   auto submitted = engine_.submit(std::move(request), [self](const engine::RequestEvent& ev) {
     self->on_engine_event(ev);
   });
   if (!submitted.ok()) {
+    --metrics_.requests_running;
     ++metrics_.requests_failed;
     closed_ = true;
-    responder_->send(api_error(flavor_for(setup_.protocol), 400, submitted.error().message));
+    HttpResponse error = api_error(flavor_for(setup_.protocol), 400, submitted.error().message);
+    if (setup_.stream) {
+      // Headers are out: the error travels as the stream's only event.
+      const bool anthropic = flavor_for(setup_.protocol) == ApiFlavor::Anthropic;
+      responder_->write((anthropic ? "event: error\ndata: " : "data: ") + error.body + "\n\n");
+      responder_->close();
+    } else {
+      responder_->send(std::move(error));
+    }
     if (setup_.on_done) setup_.on_done();
     return false;
   }
   handle_ = submitted.value();
-  ++metrics_.requests_running;
   std::weak_ptr<GenerationSession> weak = self;
   responder_->on_disconnect([weak] {
     if (auto s = weak.lock()) s->abort_engine();
   });
   if (abort_wanted_) abort_engine();
-  if (setup_.stream) responder_->open_stream(200, "text/event-stream");
   return true;
 }
 
@@ -97,8 +108,8 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
           done_ = true;
           closed_ = true;
           ++metrics_.requests_failed;
-          responder_->send(api_error(flavor_for(setup_.protocol), 500, ev.error));
           close_exchange();
+          responder_->send(api_error(flavor_for(setup_.protocol), 500, ev.error));
         } else {
           finish(recipe::BackendFinish::Stop);
         }
@@ -161,18 +172,20 @@ void GenerationSession::flush_frames() {
     }
     if (done_ && !closed_) {
       closed_ = true;
-      responder_->close();
       close_exchange();
+      responder_->close();
     }
   } else if (done_ && !closed_) {
     closed_ = true;
+    close_exchange();
     responder_->send(HttpResponse{200, "application/json",
                                   complete_ ? complete_->response_text() : std::move(frames_), {}});
     frames_.clear();
-    close_exchange();
   }
 }
 
+// Runs just before the final bytes go to the client, so that a client that sees its answer
+// also sees the request counted as finished (metrics, admission slot).
 void GenerationSession::close_exchange() {
   --metrics_.requests_running;
   metrics_.e2e_seconds.observe(

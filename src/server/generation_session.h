@@ -43,6 +43,9 @@ class GenerationSession final : public recipe::EventSink,
   // Submits to the engine; on a submit error answers 400 and returns false.
   bool start(engine::EngineRequest request);
 
+  // Stops the generation (client gone, shutdown); the exchange still ends cleanly.
+  void abort() { abort_engine(); }
+
   void on_engine_event(const engine::RequestEvent& event);
   void on_event(std::string_view name, std::string_view data) override;
 

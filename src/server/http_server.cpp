@@ -47,8 +47,14 @@ class SessionResponder final : public Responder,
   void write(std::string chunk) override { push(Op{Op::Kind::Write, {}, std::move(chunk)}); }
   void close() override { push(Op{Op::Kind::Close, {}, {}}); }
   void on_disconnect(std::function<void()> callback) override {
-    std::lock_guard lock(mu_);
-    on_disconnect_ = std::move(callback);
+    {
+      std::lock_guard lock(mu_);
+      if (!disconnected_) {
+        on_disconnect_ = std::move(callback);
+        return;
+      }
+    }
+    if (callback) callback();  // the client left before the handler registered
   }
   bool disconnected() const override { return disconnected_.load(); }
 
@@ -172,7 +178,11 @@ struct HttpServer::Impl {
       ++open_exchanges;
       handler(std::move(request), responder);
       stream.expires_never();
+      auto watching = watch_disconnect(stream.socket(), strand, responder);
       const bool reuse = co_await drain(stream, *responder, version, keep_alive);
+      *watching = false;
+      beast::error_code cancel_ec;
+      stream.socket().cancel(cancel_ec);
       --open_exchanges;
       if (!reuse) {
         beast::error_code ignored;
@@ -180,6 +190,25 @@ struct HttpServer::Impl {
         co_return;
       }
     }
+  }
+
+  // While an exchange is answered nothing more is read, so a client that goes away mid-stream is
+  // noticed by waiting for the socket to become readable: end of stream or an error (and no
+  // pipelined bytes) marks the exchange disconnected at once, not at the next failed write.
+  // The returned flag is cleared (on the strand) before the socket may go away.
+  static std::shared_ptr<bool> watch_disconnect(tcp::socket& socket, Strand strand,
+                                                std::shared_ptr<SessionResponder> responder) {
+    auto watching = std::make_shared<bool>(true);
+    socket.async_wait(tcp::socket::wait_read,
+                      asio::bind_executor(strand, [watching, &socket, responder](
+                                                      beast::error_code ec) {
+                        if (!*watching) return;
+                        *watching = false;
+                        beast::error_code avail_ec;
+                        if (ec || socket.available(avail_ec) == 0 || avail_ec)
+                          responder->mark_disconnected();
+                      }));
+    return watching;
   }
 
   // Writes what the handler produces until the exchange is complete. Returns whether the

@@ -44,13 +44,14 @@ void Router::handle(HttpRequest request, ResponderPtr responder) const {
       responder->send(api_error(flavor, 401, "Invalid or missing API key"));
       return;
     }
-    if (!ready_) {
-      ++metrics_.requests_rejected;
-      auto r = api_error(flavor, 503, "The model is loading; retry shortly");
-      r.headers.emplace_back("Retry-After", "1");
-      responder->send(std::move(r));
-      return;
-    }
+  }
+  // Everything but /metrics waits for the model (so /health turns 200 once requests can run).
+  if (!ready_ && path != "/metrics") {
+    if (match->authenticated) ++metrics_.requests_rejected;
+    auto r = api_error(flavor, 503, "The model is loading; retry shortly");
+    r.headers.emplace_back("Retry-After", "1");
+    responder->send(std::move(r));
+    return;
   }
   match->handler(std::move(request), std::move(responder));
 }
