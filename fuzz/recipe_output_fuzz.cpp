@@ -21,7 +21,8 @@ using deepinfer::recipe::testing::random_split;
 
 // Input layout: [flags][stops][seed] then the model output.
 //   flags bit 0: parse_tool_calls, bit 1: tool_call_initial_stage, bit 2: parse_json_output,
-//         bits 3-4: reasoning_initial_stage; stops: count (low 2 bits) and shape of the stop
+//         bits 3-4: reasoning_initial_stage, bit 5: legacy_argument_labels; stops: count (low 2
+//         bits) and shape of the stop
 //   sequences, which are cut from the output itself so that they do match.
 ParsingOptions options_from(uint8_t flags, uint8_t stops, std::string_view text) {
   ParsingOptions o;
@@ -29,6 +30,7 @@ ParsingOptions options_from(uint8_t flags, uint8_t stops, std::string_view text)
   o.tool_call_initial_stage = flags & 2;
   o.parse_json_output = flags & 4;
   o.reasoning_initial_stage = static_cast<ReasoningInitialStage>((flags >> 3) & 3);
+  o.legacy_argument_labels = flags & 32;
   const size_t count = stops & 3;
   for (size_t i = 0; i < count && !text.empty(); ++i) {
     const size_t at = (static_cast<size_t>(stops) * 131 + i * 977) % text.size();

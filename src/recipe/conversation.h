@@ -68,6 +68,9 @@ struct ParsingOptions {
   bool parse_json_output = false;
   ReasoningInitialStage reasoning_initial_stage = ReasoningInitialStage::None;
   std::vector<std::string> stop_sequences;  // empty strings removed
+  // Recipe 0.1.x argument labels (`{`, `, `, `: `, names emitted with their quotes), for
+  // byte-exact comparison with 0.1.x stream goldens (encoding spec §4.3 "Older label set").
+  bool legacy_argument_labels = false;
 };
 
 // Pass-through values for the backend (api spec §2). temperature/top_p are f32 as in recipe.

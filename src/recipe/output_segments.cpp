@@ -201,6 +201,9 @@ void OutputSegmentApplier::emit(OutputAction action, std::string_view text) {
     case OutputAction::ArgLabelColon:
     case OutputAction::ArgLabelQuoteOpen:
     case OutputAction::ArgLabelQuoteClose:
+    case OutputAction::ArgLabelOpenLegacy:
+    case OutputAction::ArgLabelNextLegacy:
+    case OutputAction::ArgLabelColonLegacy:
     case OutputAction::ArgsEndEmpty:
     case OutputAction::ArgsEndClose:
       if (last != action) {

@@ -16,6 +16,7 @@ constexpr std::string_view kJsonBeginBare = "```\n";
 constexpr std::string_view kJsonEnd = "\n```";
 constexpr std::string_view kInvokeName = "invoke name=\"";
 constexpr std::string_view kParameterName = "parameter name=\"";
+constexpr std::string_view kParameterNameLegacy = "parameter name=";
 
 }  // namespace
 
@@ -30,6 +31,12 @@ std::string_view output_action_label(OutputAction action) {
     case OutputAction::ArgLabelQuoteOpen:
     case OutputAction::ArgLabelQuoteClose:
       return "\"";
+    case OutputAction::ArgLabelOpenLegacy:
+      return "{";
+    case OutputAction::ArgLabelNextLegacy:
+      return ", ";
+    case OutputAction::ArgLabelColonLegacy:
+      return ": ";
     case OutputAction::ArgsEndEmpty:
       return "{}";
     case OutputAction::ArgsEndClose:
@@ -111,6 +118,7 @@ void OutputStageMachine::build_stage(OutputStage stage, const ParsingOptions& op
   auto add_string = [&](std::string_view text, OutputStage next, OutputAction action) {
     add(PatternKind::String, text, next, action);
   };
+  const bool legacy = options.legacy_argument_labels;
   auto add_stop_sequences = [&] {
     for (const std::string& s : options.stop_sequences) {
       if (!s.empty()) add_string(s, OutputStage::Finished, OutputAction::StopSequence);
@@ -169,17 +177,31 @@ void OutputStageMachine::build_stage(OutputStage stage, const ParsingOptions& op
       t.unmatched = OutputAction::ToolName;
       break;
     case OutputStage::ToolArgumentsLeading:
-      add_string(kParameterName, OutputStage::ToolParamName, OutputAction::ArgLabelOpen);
+      if (legacy) {
+        add_string(kParameterNameLegacy, OutputStage::ToolParamName,
+                   OutputAction::ArgLabelOpenLegacy);
+      } else {
+        add_string(kParameterName, OutputStage::ToolParamName, OutputAction::ArgLabelOpen);
+      }
       add_string(kDsmlEnd, OutputStage::ToolCalls, OutputAction::ArgsEndEmpty);
       t.unmatched = OutputAction::Skip;
       break;
     case OutputStage::ToolArguments:
-      add_string(kParameterName, OutputStage::ToolParamName, OutputAction::ArgLabelNext);
+      if (legacy) {
+        add_string(kParameterNameLegacy, OutputStage::ToolParamName,
+                   OutputAction::ArgLabelNextLegacy);
+      } else {
+        add_string(kParameterName, OutputStage::ToolParamName, OutputAction::ArgLabelNext);
+      }
       add_string(kDsmlEnd, OutputStage::ToolCalls, OutputAction::ArgsEndClose);
       t.unmatched = OutputAction::Skip;
       break;
     case OutputStage::ToolParamName:
-      add_string("\"", OutputStage::ToolParamType, OutputAction::ArgLabelColon);
+      if (legacy) {
+        add_string(" ", OutputStage::ToolParamType, OutputAction::ArgLabelColonLegacy);
+      } else {
+        add_string("\"", OutputStage::ToolParamType, OutputAction::ArgLabelColon);
+      }
       t.unmatched = OutputAction::RawArgsVerbatim;
       break;
     case OutputStage::ToolParamType:

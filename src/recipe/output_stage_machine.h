@@ -27,17 +27,20 @@ enum class OutputAction : uint8_t {
   ToolCallBegin,
   ToolName,
   ToolNameEnd,
-  ArgLabelOpen,        // id 0: `{"`
-  ArgLabelNext,        // id 1: `, "`
-  ArgLabelColon,       // id 2: `": `
-  ArgLabelQuoteOpen,   // id 3: `"`
-  ArgLabelQuoteClose,  // id 4: `"`
-  RawArgsString,       // RawArgs{string=true}: JSON-escaped
-  RawArgsVerbatim,     // RawArgs{string=false}
-  ArgsEndEmpty,        // ArgsEnd `{}`
-  ArgsEndClose,        // ArgsEnd `}`
-  LabelBrace,          // JSON mode Label `{`
-  LabelBracket,        // JSON mode Label `[`
+  ArgLabelOpen,         // id 0: `{"`
+  ArgLabelNext,         // id 1: `, "`
+  ArgLabelColon,        // id 2: `": `
+  ArgLabelQuoteOpen,    // id 3: `"`
+  ArgLabelQuoteClose,   // id 4: `"`
+  ArgLabelOpenLegacy,   // 0.1.x id 0: `{`
+  ArgLabelNextLegacy,   // 0.1.x id 1: `, `
+  ArgLabelColonLegacy,  // 0.1.x id 2: `: `
+  RawArgsString,        // RawArgs{string=true}: JSON-escaped
+  RawArgsVerbatim,      // RawArgs{string=false}
+  ArgsEndEmpty,         // ArgsEnd `{}`
+  ArgsEndClose,         // ArgsEnd `}`
+  LabelBrace,           // JSON mode Label `{`
+  LabelBracket,         // JSON mode Label `[`
 };
 
 // The fixed text an action stands for (ArgLabel, ArgsEnd, Label); empty for the others.

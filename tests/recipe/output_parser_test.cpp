@@ -196,6 +196,44 @@ TEST(StreamProcessorSection10, ChunkSequenceForSingleChunk) {
   EXPECT_EQ(end.usage.prompt_cache_hit_tokens, 0);
 }
 
+TEST(StreamProcessorSection10, LegacyLabelSetDeltas) {
+  ParsingOptions o = thinking(true);
+  o.legacy_argument_labels = true;
+  EXPECT_EQ(describe(run_chunks(o, {kSection10Output})), (Strings{"Start",
+                                                                  "Reasoning:Let me check both.",
+                                                                  "Raw:I'll look them up.",
+                                                                  "Begin",
+                                                                  "Call:get_weather",
+                                                                  "Δ{",
+                                                                  "Δ\"city\"",
+                                                                  "Δ: ",
+                                                                  "Δ\"",
+                                                                  "ΔParis",
+                                                                  "Δ\"",
+                                                                  "Δ}",
+                                                                  "Begin",
+                                                                  "Call:get_time",
+                                                                  "Δ{",
+                                                                  "Δ\"tz\"",
+                                                                  "Δ: ",
+                                                                  "Δ\"",
+                                                                  "ΔCET",
+                                                                  "Δ\"",
+                                                                  "Δ}",
+                                                                  "Finish:tool_calls"}));
+}
+
+TEST(OutputParserArguments, LegacyLabelSetGivesTheSameArguments) {
+  ParsingOptions o = non_thinking(true);
+  o.legacy_argument_labels = true;
+  for (const std::string& call : {kWeatherCallV41, kWeatherCallV4}) {
+    const Parsed p = parse(o, call);
+    ASSERT_EQ(p.tool_calls.size(), 1u);
+    EXPECT_EQ(p.tool_calls[0].arguments, R"({"location": "Paris", "days": 3})");
+    EXPECT_EQ(parse(o, bytewise(call)).tool_calls, p.tool_calls);
+  }
+}
+
 // ---- §4.5 chunk boundaries ---------------------------------------------------------------------
 
 TEST(OutputParserChunks, InputBoundariesArePreserved) {
