@@ -43,6 +43,13 @@ const Vocab* vocab() {
   return v;
 }
 
+// Under the sanitizers (several times slower) fewer samples run; the plain build runs them all.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
+constexpr int kScale = 4;
+#else
+constexpr int kScale = 1;
+#endif
+
 #define REQUIRE_VOCAB()                                                                   \
   const Vocab* V = vocab();                                                               \
   if (V == nullptr) GTEST_SKIP() << "the V4.1 tokenizer is not built (scripts/setup.sh)"; \
@@ -221,7 +228,7 @@ TEST(StructuredGenerate, GeneratedSchemasValidateWithAjv) {
   const std::string path = std::string(DEEPINFER_BINARY_DIR) + "/structured_schema_samples.jsonl";
   std::ofstream out(path);
   int n = 0;
-  for (uint64_t seed = 1; n < 160; ++seed) {
+  for (uint64_t seed = 1; n < 160 / kScale; ++seed) {
     SchemaGen gen(seed);
     Json s = gen.schema(seed % 4 == 0 ? 0 : 1);
     if (seed % 10 == 0) {
@@ -249,7 +256,7 @@ TEST(StructuredGenerate, GeneratedSchemasValidateWithAjv) {
   }
   // json_object mode.
   ConstraintSpec obj{ConstraintSpec::Kind::kJsonObject, "", "response_format"};
-  for (uint64_t seed = 500; seed < 520; ++seed, ++n) {
+  for (uint64_t seed = 500; seed < 500 + 20 / kScale; ++seed, ++n) {
     Generated r = generate(cache.get(obj).value(), *V, seed);
     ASSERT_TRUE(r.finished);
     out << to_json(JsonObject{{"schema", JsonObject{{"type", "object"}}}, {"output", Json(r.text)}})
@@ -259,7 +266,7 @@ TEST(StructuredGenerate, GeneratedSchemasValidateWithAjv) {
   const std::string cmd =
       "node " + std::string(DEEPINFER_SOURCE_DIR) + "/tests/js/structured_validate.mjs " + path;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << "ajv rejected samples in " << path;
-  EXPECT_GE(n, 180);
+  EXPECT_GE(n, 180 / kScale);
 }
 
 bool pcre2_full_match(const std::string& pattern, const std::string& text) {
@@ -286,7 +293,7 @@ TEST(StructuredGenerate, GeneratedRegexesMatchWithPcre2) {
                                           "[-+]",     "\\.", "\\w"};
   const std::vector<std::string> quants = {"", "", "?", "+", "*", "{2}", "{1,3}"};
   int n = 0;
-  for (int i = 0; i < 60; ++i, ++n) {
+  for (int i = 0; i < 60 / kScale; ++i, ++n) {
     std::string re;
     for (int k = 0, m = 1 + static_cast<int>(rng() % 5); k < m; ++k) {
       re += atoms[rng() % atoms.size()] + quants[rng() % quants.size()];
@@ -299,7 +306,7 @@ TEST(StructuredGenerate, GeneratedRegexesMatchWithPcre2) {
     ASSERT_TRUE(r.finished) << re;
     EXPECT_TRUE(pcre2_full_match(re, r.text)) << "regex " << re << " output '" << r.text << "'";
   }
-  EXPECT_GE(n, 60);
+  EXPECT_GE(n, 60 / kScale);
 }
 
 TEST(StructuredGenerate, GbnfAndChoice) {
