@@ -1,0 +1,311 @@
+// Load generator for the HTTP server (loopback only, bounded): an in-process server over a fast
+// scripted model, N concurrent streaming Chat Completions clients (asio coroutines), reporting
+// TTFT / TPOT p50 / p99, requests/s and errors at 1, 64, 512 and 1,000 streams; the same load
+// on the engine directly (server overhead); and the server's memory per open stream, measured
+// in a forked client so that client buffers are not counted. Prints a Markdown table.
+// Usage: bench_server_load_bench [max_tokens (16)] [levels, e.g. 1,64,512,1000]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/as_tuple.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../tests/server/service_harness.h"
+#include "server/http_server.h"
+
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using deepinfer::server::testing::HarnessOptions;
+using deepinfer::server::testing::ServiceHarness;
+constexpr auto kNoThrow = asio::experimental::as_tuple(asio::use_awaitable);
+
+struct StreamResult {
+  bool ok = false;
+  double ttft = 0;  // s, request sent → first SSE frame
+  double tpot = 0;  // s, mean gap between frames after the first
+  double e2e = 0;
+  int frames = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+std::string chat_request(int max_tokens) {
+  const std::string body =
+      R"({"model":"deepseek-v4-test","stream":true,"ignore_eos":true,"max_tokens":)" +
+      std::to_string(max_tokens) + R"(,"messages":[{"role":"user","content":"Hi"}]})";
+  return "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+         "application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// One streaming exchange: counts "data: " frames as they arrive, until [DONE].
+asio::awaitable<void> one_stream(tcp::endpoint ep, const std::string& request, StreamResult& out,
+                                 std::atomic<int>* started) {
+  tcp::socket s(co_await asio::this_coro::executor);
+  const auto t0 = Clock::now();
+  auto [ec] = co_await s.async_connect(ep, kNoThrow);
+  if (ec) co_return;
+  auto [wec, wn] = co_await asio::async_write(s, asio::buffer(request), kNoThrow);
+  (void)wn;
+  if (wec) co_return;
+  char buf[2048];
+  std::string carry;  // the tail of the previous read (a marker may straddle reads)
+  Clock::time_point first{}, last{};
+  bool status_checked = false, done = false;
+  for (;;) {
+    auto [rec, n] = co_await s.async_read_some(asio::buffer(buf), kNoThrow);
+    if (rec) break;
+    const auto now = Clock::now();
+    std::string text = carry + std::string(buf, n);
+    if (!status_checked) {
+      if (text.size() < 12) {
+        carry = text;
+        continue;
+      }
+      status_checked = true;
+      if (text.compare(0, 12, "HTTP/1.1 200") != 0) break;
+    }
+    size_t pos = 0, frames = 0;
+    while ((pos = text.find("data: ", pos)) != std::string::npos) {
+      ++frames;
+      if (text.compare(pos, 12, "data: [DONE]") == 0) done = true;
+      pos += 6;
+    }
+    if (frames > 0) {
+      if (out.frames == 0) {
+        first = now;
+        if (started) ++*started;
+      }
+      last = now;
+      out.frames += static_cast<int>(frames);
+    }
+    carry = text.size() > 6 ? text.substr(text.size() - 5) : text;
+    if (done) break;
+  }
+  out.ok = done;
+  if (out.frames > 0) {
+    out.ttft = std::chrono::duration<double>(first - t0).count();
+    out.e2e = std::chrono::duration<double>(last - t0).count();
+    if (out.frames > 2)
+      out.tpot =
+          std::chrono::duration<double>(last - first).count() / (out.frames - 2);  // - [DONE]
+  }
+}
+
+std::vector<StreamResult> run_clients(uint16_t port, int n, int max_tokens, int threads,
+                                      std::atomic<int>* started = nullptr) {
+  asio::io_context ioc;
+  const std::string request = chat_request(max_tokens);
+  std::vector<StreamResult> results(static_cast<size_t>(n));
+  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
+  for (auto& r : results) asio::co_spawn(ioc, one_stream(ep, request, r, started), asio::detached);
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+  return results;
+}
+
+struct Row {
+  int concurrency;
+  std::string path;
+  double ttft50, ttft99, tpot50, tpot99, rps;
+  int errors;
+};
+
+Row summarize(int n, const std::string& path, const std::vector<StreamResult>& results,
+              double wall) {
+  std::vector<double> ttft, tpot;
+  int errors = 0;
+  for (const auto& r : results) {
+    if (!r.ok) {
+      ++errors;
+      continue;
+    }
+    ttft.push_back(r.ttft);
+    tpot.push_back(r.tpot);
+  }
+  return Row{n,
+             path,
+             percentile(ttft, 0.5) * 1e3,
+             percentile(ttft, 0.99) * 1e3,
+             percentile(tpot, 0.5) * 1e3,
+             percentile(tpot, 0.99) * 1e3,
+             static_cast<double>(results.size() - static_cast<size_t>(errors)) / wall,
+             errors};
+}
+
+// The same requests submitted to the engine directly (no HTTP, recipe or detokenizer).
+std::vector<StreamResult> run_engine_direct(ServiceHarness& h, int n, int max_tokens,
+                                            int64_t prompt_tokens) {
+  struct State {
+    Clock::time_point t0, first, last;
+    int tokens = 0;
+    bool done = false;
+  };
+  std::vector<State> states(static_cast<size_t>(n));
+  std::atomic<int> finished{0};
+  std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + i % 400);
+  for (int i = 0; i < n; ++i) {
+    deepinfer::engine::EngineRequest req;
+    req.prompt = prompt;
+    req.params.max_tokens = max_tokens;
+    req.params.ignore_eos = true;
+    State* st = &states[static_cast<size_t>(i)];
+    st->t0 = Clock::now();
+    auto r = h.engine().submit(std::move(req),
+                               [st, &finished](const deepinfer::engine::RequestEvent& ev) {
+                                 const auto now = Clock::now();
+                                 if (ev.has_token) {
+                                   if (st->tokens++ == 0) st->first = now;
+                                   st->last = now;
+                                 }
+                                 if (ev.finish != deepinfer::engine::FinishReason::kNone) {
+                                   st->done = true;
+                                   ++finished;
+                                 }
+                               });
+    if (!r.ok()) ++finished;
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  while (finished < n && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<StreamResult> out(static_cast<size_t>(n));
+  for (size_t i = 0; i < states.size(); ++i) {
+    const State& st = states[i];
+    out[i].ok = st.done && st.tokens > 0;
+    out[i].frames = st.tokens;
+    if (st.tokens > 0) {
+      out[i].ttft = std::chrono::duration<double>(st.first - st.t0).count();
+      if (st.tokens > 1)
+        out[i].tpot = std::chrono::duration<double>(st.last - st.first).count() / (st.tokens - 1);
+    }
+  }
+  return out;
+}
+
+HarnessOptions bench_options() {
+  HarnessOptions o;
+  o.max_concurrent = 4096;
+  o.max_model_len = 1024;
+  o.max_num_seqs = 1024;
+  o.num_state_slots = 1100;
+  o.num_blocks = 16384;
+  return o;
+}
+
+long rss_kb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+
+// Server RSS growth per open stream: a forked child holds `n` slow streams open.
+double memory_per_stream_kb(int n) {
+  int to_child[2], to_parent[2];
+  if (pipe(to_child) != 0 || pipe(to_parent) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {  // the client: no threads exist before this fork
+    uint16_t port = 0;
+    if (read(to_child[0], &port, sizeof port) != sizeof port) _exit(1);
+    std::atomic<int> started{0};
+    std::thread signaller([&] {
+      while (started < n) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const char c = 1;
+      if (write(to_parent[1], &c, 1) != 1) _exit(1);
+    });
+    run_clients(port, n, 400, 1, &started);
+    signaller.join();
+    _exit(0);
+  }
+  HarnessOptions o = bench_options();
+  o.step_delay = std::chrono::milliseconds(20);
+  ServiceHarness h(o);
+  deepinfer::server::HttpServerOptions ho;
+  ho.port = 0;
+  deepinfer::server::HttpServer server(
+      ho, [&h](deepinfer::server::HttpRequest q, deepinfer::server::ResponderPtr r) {
+        h.router().handle(std::move(q), std::move(r));
+      });
+  if (!server.start().ok()) return -1;
+  const long before = rss_kb();
+  const uint16_t port = server.port();
+  if (write(to_child[1], &port, sizeof port) != sizeof port) return -1;
+  char c = 0;
+  if (read(to_parent[0], &c, 1) != 1) return -1;
+  const long during = rss_kb();
+  h.api().abort_all();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  server.stop(1000);
+  server.wait();
+  return static_cast<double>(during - before) / n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int max_tokens = argc > 1 ? std::atoi(argv[1]) : 16;
+  std::vector<int> levels = {1, 64, 512, 1000};
+  if (argc > 2) {
+    levels.clear();
+    std::stringstream ss(argv[2]);
+    std::string item;
+    while (std::getline(ss, item, ',')) levels.push_back(std::stoi(item));
+  }
+  // Memory first: the fork must happen before any thread exists.
+  const double kb_per_stream = memory_per_stream_kb(1000);
+
+  std::vector<Row> rows;
+  for (int n : levels) {
+    ServiceHarness h(bench_options());
+    if (!h.ok()) {
+      std::fprintf(stderr, "harness: %s\n", h.error().c_str());
+      return 1;
+    }
+    deepinfer::server::HttpServerOptions ho;
+    ho.port = 0;
+    deepinfer::server::HttpServer server(
+        ho, [&h](deepinfer::server::HttpRequest q, deepinfer::server::ResponderPtr r) {
+          h.router().handle(std::move(q), std::move(r));
+        });
+    if (!server.start().ok()) return 1;
+    auto t0 = Clock::now();
+    auto results = run_clients(server.port(), n, max_tokens, 1);
+    rows.push_back(
+        summarize(n, "HTTP", results, std::chrono::duration<double>(Clock::now() - t0).count()));
+    server.stop(1000);
+    server.wait();
+    t0 = Clock::now();
+    auto direct = run_engine_direct(h, n, max_tokens, 64);
+    rows.push_back(
+        summarize(n, "engine", direct, std::chrono::duration<double>(Clock::now() - t0).count()));
+  }
+  std::printf("max_tokens %d per stream, prompt 64 tokens\n\n", max_tokens);
+  std::printf(
+      "| streams | path | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms | req/s | errors "
+      "|\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  for (const auto& r : rows)
+    std::printf("| %d | %s | %.2f | %.2f | %.3f | %.3f | %.1f | %d |\n", r.concurrency,
+                r.path.c_str(), r.ttft50, r.ttft99, r.tpot50, r.tpot99, r.rps, r.errors);
+  std::printf("\nserver RSS per open stream (1000 streams): %.1f KB\n", kb_per_stream);
+  return 0;
+}
