@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
@@ -64,6 +65,18 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
 // MoE sublayer (spec §6.8).
 void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, const float* x,
                   float* y);
+
+// One block on the streams X [n, hc, d], in place: mHC around the attention sublayer, then
+// around the MoE sublayer (spec §6.2–6.8). Scratch: kWsU..kWsComb.
+void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bool hash,
+                   BlockState& st, float* X);
+
+// Logits of the `logit_rows` that fall in the chunk [start, start+n) from its streams X: hc_head,
+// final norm, LM head (spec §6.9). Row i of logit_rows goes to logits + i·vocab. Scratch:
+// kWsMix+1..kWsMix+3.
+void chunk_logits(const ChunkContext& ctx, const HyperConnectionWeights& hc_head_w,
+                  const std::vector<float>& norm, const cpu::WeightView& head, const float* X,
+                  int64_t start, std::span<const int64_t> logit_rows, float* logits);
 
 // Workspace slots (each user owns its slot numbers).
 enum WsSlot : size_t {

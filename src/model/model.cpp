@@ -81,64 +81,26 @@ Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
   const NumericsHooks& hooks = numerics_hooks(c.numerics);
   Workspace& ws = *ws_;
   const int hc = c.hc_mult;
-  const int64_t d = c.hidden_size, V = c.vocab_size;
+  const int64_t d = c.hidden_size;
   for (int64_t start = 0; start < total; start += kMaxChunk) {
     const int64_t n = std::min(kMaxChunk, total - start);
     ChunkContext ctx{
         c, hooks,         pool_.get(), ws, main_rope_, compress_rope_, ids.data() + start,
         n, state.position};
     float* X = ws.get(kWsX, static_cast<size_t>(n * hc * d));
-    float* u = ws.get(kWsU, static_cast<size_t>(n * d));
-    float* xn = ws.get(kWsXn, static_cast<size_t>(n * d));
-    float* y = ws.get(kWsY, static_cast<size_t>(n * d));
-    float* post = ws.get(kWsPost, static_cast<size_t>(n * hc));
-    float* comb = ws.get(kWsComb, static_cast<size_t>(n * hc * hc));
     for (int64_t t = 0; t < n; ++t) {
       float* xt = X + t * hc * d;
       cpu::dequantize_row(weights_.embed, ctx.ids[t], xt);
       for (int j = 1; j < hc; ++j) std::copy_n(xt, d, xt + j * d);
     }
     round_activation(hooks, X, n * hc * d);
-    const float eps = static_cast<float>(c.rms_eps);
     for (int i = 0; i < c.num_layers; ++i) {
-      const BlockWeights& bw = weights_.blocks[static_cast<size_t>(i)];
-      hc_pre(ctx, bw.hc_attn, X, post, comb, u);
-      rms_norm_rows(u, n, d, bw.attn_norm.data(), eps, xn);
-      round_activation(hooks, xn, n * d);
-      attention_sublayer(ctx, i, bw, state.blocks[static_cast<size_t>(i)], xn, y);
-      round_activation(hooks, y, n * d);
-      hc_post(ctx, post, comb, y, X);
-      hc_pre(ctx, bw.hc_ffn, X, post, comb, u);
-      rms_norm_rows(u, n, d, bw.ffn_norm.data(), eps, xn);
-      round_activation(hooks, xn, n * d);
-      moe_sublayer(ctx, bw, c.hash_routed[static_cast<size_t>(i)], xn, y);
-      hc_post(ctx, post, comb, y, X);
+      const size_t li = static_cast<size_t>(i);
+      block_forward(ctx, i, weights_.blocks[li], c.hash_routed[li], state.blocks[li], X);
     }
     state.position += n;
     if (streams) std::copy_n(X, n * hc * d, streams + start * hc * d);
-
-    // Logits at the requested rows of this chunk.
-    int64_t rows = 0;
-    for (int64_t r : logit_rows) rows += (r >= start && r < start + n);
-    if (rows == 0) continue;
-    float* Xr = ws.get(kWsMix + 1, static_cast<size_t>(rows * hc * d));
-    float* h = ws.get(kWsMix + 2, static_cast<size_t>(rows * d));
-    float* lg = ws.get(kWsMix + 3, static_cast<size_t>(rows * V));
-    int64_t k = 0;
-    for (int64_t r : logit_rows) {
-      if (r >= start && r < start + n)
-        std::copy_n(X + (r - start) * hc * d, hc * d, Xr + (k++) * hc * d);
-    }
-    hc_head(ctx, weights_.hc_head, Xr, rows, h);
-    rms_norm_rows(h, rows, d, weights_.norm.data(), eps, h);
-    round_activation(hooks, h, rows * d);
-    cpu::linear(h, rows, weights_.head, lg, pool_.get());
-    k = 0;
-    for (size_t i = 0; i < logit_rows.size(); ++i) {
-      const int64_t r = logit_rows[i];
-      if (r >= start && r < start + n)
-        std::copy_n(lg + (k++) * V, V, logits + static_cast<int64_t>(i) * V);
-    }
+    chunk_logits(ctx, weights_.hc_head, weights_.norm, weights_.head, X, start, logit_rows, logits);
   }
   return Status::Ok();
 }

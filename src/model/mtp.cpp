@@ -25,7 +25,7 @@ Status Model::forward_mtp(SequenceState& state, std::span<const float> streams,
   if (weights_.mtp.empty()) return Error{"the checkpoint has no MTP block (mtp.0.*)"};
   const ModelConfig& c = config_;
   const int hc = c.hc_mult;
-  const int64_t d = c.hidden_size, V = c.vocab_size, total = static_cast<int64_t>(next_ids.size());
+  const int64_t d = c.hidden_size, total = static_cast<int64_t>(next_ids.size());
   if (state.blocks.size() != 1) return Error{"sequence state is not an MTP state (new_mtp_state)"};
   if (static_cast<int64_t>(streams.size()) != total * hc * d) {
     return Error{"MTP streams hold " + std::to_string(streams.size()) + " values for " +
@@ -54,11 +54,6 @@ Status Model::forward_mtp(SequenceState& state, std::span<const float> streams,
         mc, hooks,         pool_.get(), ws, main_rope_, compress_rope_, next_ids.data() + start,
         n,  state.position};
     float* X = ws.get(kWsX, static_cast<size_t>(n * hc * d));
-    float* u = ws.get(kWsU, static_cast<size_t>(n * d));
-    float* xn = ws.get(kWsXn, static_cast<size_t>(n * d));
-    float* y = ws.get(kWsY, static_cast<size_t>(n * d));
-    float* post = ws.get(kWsPost, static_cast<size_t>(n * hc));
-    float* comb = ws.get(kWsComb, static_cast<size_t>(n * hc * hc));
     float* e = ws.get(kWsMix + 4, static_cast<size_t>(n * d));
     float* ep = ws.get(kWsMix + 5, static_cast<size_t>(n * d));
     float* hs = ws.get(kWsMix + 6, static_cast<size_t>(n * hc * d));
@@ -79,40 +74,9 @@ Status Model::forward_mtp(SequenceState& state, std::span<const float> streams,
       }
     }
     round_activation(hooks, X, n * hc * d);
-    hc_pre(ctx, bw.hc_attn, X, post, comb, u);
-    rms_norm_rows(u, n, d, bw.attn_norm.data(), eps, xn);
-    round_activation(hooks, xn, n * d);
-    attention_sublayer(ctx, 0, bw, state.blocks[0], xn, y);
-    round_activation(hooks, y, n * d);
-    hc_post(ctx, post, comb, y, X);
-    hc_pre(ctx, bw.hc_ffn, X, post, comb, u);
-    rms_norm_rows(u, n, d, bw.ffn_norm.data(), eps, xn);
-    round_activation(hooks, xn, n * d);
-    moe_sublayer(ctx, bw, false, xn, y);
-    hc_post(ctx, post, comb, y, X);
+    block_forward(ctx, 0, bw, false, state.blocks[0], X);
     state.position += n;
-
-    int64_t rows = 0;
-    for (int64_t r : logit_rows) rows += (r >= start && r < start + n);
-    if (rows == 0) continue;
-    float* Xr = ws.get(kWsMix + 1, static_cast<size_t>(rows * hc * d));
-    float* h = ws.get(kWsMix + 2, static_cast<size_t>(rows * d));
-    float* lg = ws.get(kWsMix + 3, static_cast<size_t>(rows * V));
-    int64_t k = 0;
-    for (int64_t r : logit_rows) {
-      if (r >= start && r < start + n)
-        std::copy_n(X + (r - start) * hc * d, hc * d, Xr + (k++) * hc * d);
-    }
-    hc_head(ctx, mw.hc_head, Xr, rows, h);
-    rms_norm_rows(h, rows, d, mw.norm.data(), eps, h);
-    round_activation(hooks, h, rows * d);
-    cpu::linear(h, rows, weights_.head, lg, pool_.get());
-    k = 0;
-    for (size_t i = 0; i < logit_rows.size(); ++i) {
-      const int64_t r = logit_rows[i];
-      if (r >= start && r < start + n)
-        std::copy_n(lg + (k++) * V, V, logits + static_cast<int64_t>(i) * V);
-    }
+    chunk_logits(ctx, mw.hc_head, mw.norm, weights_.head, X, start, logit_rows, logits);
   }
   return Status::Ok();
 }
