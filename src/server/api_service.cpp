@@ -196,6 +196,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
   setup.events.thinking_mode = conv.conversation.thinking_mode;
   setup.events.include_usage = conv.stream ? conv.include_usage : true;
   setup.events.custom_tool_names = conv.custom_tool_names;
+  if (sampling.value().params.logprobs) setup.logprobs = sampling.value().params.top_logprobs;
   setup.on_done = [this] { in_flight_.fetch_sub(1); };
   engine::EngineRequest engine_request{std::move(ids).value(), sampling.value().params};
   if (n == 1) return launch(std::move(setup), responder, std::move(engine_request));

@@ -23,6 +23,9 @@ GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokeni
       complete_ = recipe::make_response_accumulator(setup_.protocol, setup_.events.id,
                                                     setup_.events.model, setup_.events.created);
     generator_ = recipe::make_event_generator(setup_.protocol, setup_.events, *this);
+    if (complete_ && setup_.logprobs >= 0 &&
+        setup_.protocol == recipe::Protocol::ChatCompletions)
+      logprobs_ = std::make_unique<LogprobsCollector>(tokenizer, setup_.logprobs);
   }
 }
 
@@ -82,6 +85,7 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
     const bool eos_like = ev.finish == engine::FinishReason::kStop &&
                           ev.sample.token == eos_token_id_;
     ++pending_tokens_;  // the EOS token counts as a completion token, like any other
+    if (logprobs_ && !eos_like) logprobs_->add(ev.sample);
     if (!eos_like) {
       text_.clear();
       // Special tokens stay text: the parser needs </think> and ｜DSML｜ (spec §4.10).
@@ -178,8 +182,18 @@ void GenerationSession::flush_frames() {
   } else if (done_ && !closed_) {
     closed_ = true;
     close_exchange();
-    responder_->send(HttpResponse{200, "application/json",
-                                  complete_ ? complete_->response_text() : std::move(frames_), {}});
+    std::string body = complete_ ? complete_->response_text() : std::move(frames_);
+    if (logprobs_) {
+      // OpenAI shape: choices[0].logprobs = {"content":[…]}.
+      auto v = parse_json(body);
+      if (v.ok() && v.value().is_object())
+        if (auto* c = v.value().as_object().if_contains("choices"); c && c->is_array())
+          if (!c->as_array().empty() && c->as_array()[0].is_object()) {
+            c->as_array()[0].as_object()["logprobs"] = logprobs_->to_json();
+            body = to_json(v.value());
+          }
+    }
+    responder_->send(HttpResponse{200, "application/json", std::move(body), {}});
     frames_.clear();
   }
 }

@@ -16,6 +16,7 @@
 #include "recipe/output_parser.h"
 #include "recipe/stream_events.h"
 #include "server/http_types.h"
+#include "server/logprobs.h"
 #include "server/metrics.h"
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -28,6 +29,8 @@ struct SessionSetup {
   recipe::EventOptions events;
   bool stream = false;
   int64_t prompt_tokens = 0;
+  // Chat logprobs (complete responses): -1 = not asked, else the top_logprobs count.
+  int logprobs = -1;
   // Builds the event generator; default: recipe::make_event_generator(protocol, ...). The legacy
   // Completions API plugs its own generator in here.
   std::function<std::unique_ptr<recipe::OutputSink>(recipe::EventSink&)> make_generator;
@@ -67,6 +70,7 @@ class GenerationSession final : public recipe::EventSink,
   recipe::StreamProcessor processor_;
   std::unique_ptr<recipe::ResponseAccumulator> complete_;
   std::unique_ptr<recipe::OutputSink> generator_;
+  std::unique_ptr<LogprobsCollector> logprobs_;
   std::string frames_;         // SSE frames of the current engine event
   std::atomic<uint64_t> handle_{0};
   std::atomic<bool> abort_wanted_{false};
