@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "common/byte_size.h"
 #include "common/io.h"
 #include "common/json.h"
 #include "common/progress.h"
@@ -24,28 +25,6 @@ using engine::SamplingParams;
 [[noreturn]] void fail(const std::string& message) {
   std::cerr << "deepinfer: " << message << "\n";
   throw CliExit{1};
-}
-
-Result<int64_t> parse_bytes(const std::string& text) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return Error{"--kv-cache-memory: '" + text + "' is not a size (e.g. 512M, 4G)"};
-  }
-  const std::string suffix = text.substr(used);
-  double scale = 1;
-  if (suffix == "K" || suffix == "KiB")
-    scale = 1024.0;
-  else if (suffix == "M" || suffix == "MiB")
-    scale = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GiB")
-    scale = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    return Error{"--kv-cache-memory: unknown suffix '" + suffix + "'"};
-  if (!(value > 0)) return Error{"--kv-cache-memory must be positive"};
-  return static_cast<int64_t>(value * scale);
 }
 
 // A number field, or the fallback when absent or null; an error names the field.
@@ -237,7 +216,7 @@ void run_generate_batch(const std::string& model_dir, int threads, const BatchFl
   config.kv.num_blocks = f.kv_blocks;
   config.kv.prefix_caching = !f.no_prefix_cache;
   if (!f.kv_cache_memory.empty()) {
-    auto bytes = parse_bytes(f.kv_cache_memory);
+    auto bytes = parse_byte_size(f.kv_cache_memory, "--kv-cache-memory");
     if (!bytes.ok()) fail(bytes.error().message);
     config.kv_cache_memory = bytes.value();
   }
