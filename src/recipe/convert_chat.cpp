@@ -27,9 +27,8 @@ Conv<Content> chat_content(const Json& value, const std::string& prefix,
   for (size_t j = 0; j < blocks->size(); ++j) {
     std::string block_path = index_path(prefix + ".content", j);
     const JsonObject* block = nullptr;
-    DEEPINFER_CONVERT_TRY(expect_object((*blocks)[j], block_path, block));
     std::string type;
-    DEEPINFER_CONVERT_TRY(read_required_string(*block, "type", block_path, type));
+    DEEPINFER_CONVERT_TRY(expect_typed_object((*blocks)[j], block_path, block, type));
     if (type == "text") {
       std::string text;
       DEEPINFER_CONVERT_TRY(read_required_string(*block, "text", block_path, text));

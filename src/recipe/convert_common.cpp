@@ -75,6 +75,12 @@ Failure expect_object(const Json& value, std::string_view path, const JsonObject
   return std::nullopt;
 }
 
+Failure expect_typed_object(const Json& value, std::string_view path, const JsonObject*& out,
+                            std::string& type) {
+  DEEPINFER_CONVERT_TRY(expect_object(value, path, out));
+  return read_required_string(*out, "type", path, type);
+}
+
 Failure read_object(const JsonObject& object, std::string_view key, std::string_view path,
                     const JsonObject*& out) {
   out = nullptr;

@@ -49,6 +49,9 @@ std::string index_path(std::string_view path, size_t index);  // "messages" → 
 
 const Json* find_field(const JsonObject& object, std::string_view key);
 Failure expect_object(const Json& value, std::string_view path, const JsonObject*& out);
+// A content block or tool entry: an object with a required string "type".
+Failure expect_typed_object(const Json& value, std::string_view path, const JsonObject*& out,
+                            std::string& type);
 Failure read_object(const JsonObject& object, std::string_view key, std::string_view path,
                     const JsonObject*& out);
 Failure read_array(const JsonObject& object, std::string_view key, std::string_view path,

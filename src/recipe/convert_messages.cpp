@@ -77,9 +77,8 @@ Conv<Content> text_or_blocks(const Json& value, const std::string& value_path,
   for (size_t j = 0; j < blocks->size(); ++j) {
     std::string path = index_path(prefix, j);
     const JsonObject* block = nullptr;
-    DEEPINFER_CONVERT_TRY(expect_object((*blocks)[j], path, block));
     std::string type;
-    DEEPINFER_CONVERT_TRY(read_required_string(*block, "type", path, type));
+    DEEPINFER_CONVERT_TRY(expect_typed_object((*blocks)[j], path, block, type));
     Content piece;
     bool known = false;
     DEEPINFER_CONVERT_TRY(text_like_block(*block, type, path, piece, known));
@@ -171,9 +170,8 @@ class MessageConverter {
     for (size_t j = 0; j < blocks.size(); ++j) {
       std::string path = index_path(prefix + ".content", j);
       const JsonObject* block = nullptr;
-      DEEPINFER_CONVERT_TRY(expect_object(blocks[j], path, block));
       std::string type;
-      DEEPINFER_CONVERT_TRY(read_required_string(*block, "type", path, type));
+      DEEPINFER_CONVERT_TRY(expect_typed_object(blocks[j], path, block, type));
       if (type == "text" || type == "tool_reference" || type == "image" || type == "document") {
         DEEPINFER_CONVERT_TRY(resolved(index));
         Content piece;
@@ -231,9 +229,8 @@ class MessageConverter {
     for (size_t j = 0; j < blocks.size(); ++j) {
       std::string path = index_path(prefix + ".content", j);
       const JsonObject* block = nullptr;
-      DEEPINFER_CONVERT_TRY(expect_object(blocks[j], path, block));
       std::string type;
-      DEEPINFER_CONVERT_TRY(read_required_string(*block, "type", path, type));
+      DEEPINFER_CONVERT_TRY(expect_typed_object(blocks[j], path, block, type));
       if (type == "text" || type == "tool_reference" || type == "image" || type == "document") {
         if (!message.tool_calls.empty()) {
           return unanswered(prefix + "." + std::to_string(j), true, tool_use_ids_);

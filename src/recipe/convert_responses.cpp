@@ -84,9 +84,8 @@ Failure convert_tools(const JsonObject& body, const ConversionOptions& options, 
   for (size_t i = 0; i < tools->size(); ++i) {
     std::string path = index_path("tools", i);
     const JsonObject* tool = nullptr;
-    DEEPINFER_CONVERT_TRY(expect_object((*tools)[i], path, tool));
     std::string type;
-    DEEPINFER_CONVERT_TRY(read_required_string(*tool, "type", path, type));
+    DEEPINFER_CONVERT_TRY(expect_typed_object((*tools)[i], path, tool, type));
     if (type == "function") {
       std::optional<std::string> name;
       DEEPINFER_CONVERT_TRY(read_string(*tool, "name", path, name));
@@ -277,9 +276,8 @@ Conv<Content> responses_content(const Json& value, const std::string& value_path
   for (size_t j = 0; j < blocks->size(); ++j) {
     std::string path = index_path(block_prefix, j);
     const JsonObject* block = nullptr;
-    DEEPINFER_CONVERT_TRY(expect_object((*blocks)[j], path, block));
     std::string type;
-    DEEPINFER_CONVERT_TRY(read_required_string(*block, "type", path, type));
+    DEEPINFER_CONVERT_TRY(expect_typed_object((*blocks)[j], path, block, type));
     if (type == "input_text" || (type == "output_text" && !output_items)) {
       std::string text;
       DEEPINFER_CONVERT_TRY(read_required_string(*block, "text", path, text));
