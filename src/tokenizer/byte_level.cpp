@@ -1,6 +1,7 @@
 // Byte-level alphabet tables (see byte_level.h).
 #include "tokenizer/byte_level.h"
 
+#include "common/utf8.h"
 #include "tokenizer/utf8.h"
 
 namespace deepinfer::tokenizer {
@@ -18,7 +19,7 @@ struct Tables {
       const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
       cp[b] = printable ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + extra++);
       byte[cp[b]] = static_cast<int16_t>(b);
-      utf8_append(cp[b], text[b]);
+      append_utf8(text[b], cp[b]);
     }
   }
 };

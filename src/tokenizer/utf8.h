@@ -22,9 +22,6 @@ size_t utf8_error_offset(std::string_view s);
 // Decodes the code point at s[i] (s must be valid there); sets *len to its byte length.
 uint32_t utf8_decode(std::string_view s, size_t i, size_t* len);
 
-// Appends the UTF-8 encoding of code point cp.
-void utf8_append(uint32_t cp, std::string& out);
-
 // Length of the maximal invalid subpart at s[i] (s[i] starts no valid sequence): the longest
 // prefix of a valid sequence present, at least 1 byte (Unicode §3.9 / WHATWG decoding).
 size_t utf8_invalid_subpart_length(std::string_view s, size_t i);
