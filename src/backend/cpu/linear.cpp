@@ -37,8 +37,8 @@ inline __m256 load8(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(
       _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
 }
-inline float load1(const float* p) { return *p; }
-inline float load1(const uint16_t* p) { return bf16_to_f32(*p); }
+inline float load1(const float* p) { return load_f32(p); }
+inline float load1(const uint16_t* p) { return bf16_to_f32(load_u16(p)); }
 
 // out[r] = dot(x[r], w[0:in]) for R rows, AVX2.
 template <int R, class W>

@@ -1,5 +1,5 @@
-// Small vector helpers shared by the CPU kernels: bf16 conversion, run-time ISA detection, and
-// fp32 dot/axpy/scale loops (AVX2 baseline; the compiler vectorizes the plain loops).
+// Small vector helpers shared by the CPU kernels: bf16 conversion, alignment-free scalar loads,
+// run-time ISA detection, and fp32 dot/axpy loops (AVX2 baseline).
 #pragma once
 
 #include <cmath>
@@ -24,8 +24,21 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+// Scalar loads from weight storage, which may sit at any byte offset of a mapped checkpoint: a
+// memcpy load is defined for every address and compiles to a plain move.
+inline uint16_t load_u16(const uint16_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline float load_f32(const float* p) {
+  float v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 inline void bf16_to_f32_row(const uint16_t* in, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(in[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16(in + i));
 }
 
 bool cpu_has_avx512();
