@@ -39,10 +39,11 @@ struct Usage {
 struct OutputChunk {
   enum class Kind { Start, Raw, Reasoning, ToolCallBegin, ToolCall, ToolArgumentsDelta, Finish };
   Kind kind = Kind::Raw;
-  std::string_view text;  // Raw/Reasoning: the text; ToolCall: the name; ToolArgumentsDelta: the delta
+  std::string_view
+      text;  // Raw/Reasoning: the text; ToolCall: the name; ToolArgumentsDelta: the delta
   // Start and Finish
   const std::optional<std::string>* system_fingerprint = nullptr;  // Start: may be null/empty
-  Usage usage;                                                    // Start: prompt side; Finish: all
+  Usage usage;  // Start: prompt side; Finish: all
   // Finish
   FinishReason finish_reason = FinishReason::Stop;
   std::string_view stop_sequence;  // Finish with StopSequence: the matched text
