@@ -38,7 +38,20 @@ std::string response_id(recipe::Protocol protocol) {
   return random_hex(24);
 }
 
+// A request body that parses as JSON and is an object; the error is the 400 message.
+Result<Json> parse_body_object(const std::string& text) {
+  auto parsed = parse_json(text);
+  if (!parsed.ok()) return Error{"Invalid JSON body: " + parsed.error().message};
+  if (!parsed.value().is_object()) return Error{"The request body must be a JSON object"};
+  return parsed;
+}
+
 }  // namespace
+
+std::optional<std::string> ApiService::unknown_model_error(const std::string& model) const {
+  if (model.empty() || model == options_.served_model_name) return std::nullopt;
+  return "The model '" + model + "' does not exist";
+}
 
 ApiService::ApiService(ApiServiceOptions options, Metrics& metrics)
     : options_(std::move(options)), metrics_(metrics), started_at_(unix_now()) {}
@@ -145,9 +158,8 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
     ++metrics_.requests_failed;
     responder->send(api_error(flavor, status, message));
   };
-  auto parsed = parse_json(request.body);
-  if (!parsed.ok()) return fail(400, "Invalid JSON body: " + parsed.error().message);
-  if (!parsed.value().is_object()) return fail(400, "The request body must be a JSON object");
+  auto parsed = parse_body_object(request.body);
+  if (!parsed.ok()) return fail(400, parsed.error().message);
   JsonObject& body = parsed.value().as_object();
   // `n` is served here (several engine requests); the recipe only knows n = 1.
   int n = 1;
@@ -163,8 +175,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
     return fail(e.kind == recipe::ConversionError::Kind::Internal ? 500 : 400, e.detail);
   }
   recipe::ConversationRequest& conv = converted.value();
-  if (!conv.model.empty() && conv.model != options_.served_model_name)
-    return fail(404, "The model '" + conv.model + "' does not exist");
+  if (auto unknown = unknown_model_error(conv.model)) return fail(404, *unknown);
 
   const recipe::RenderedPrompt rendered = recipe::render_prompt(conv.conversation, options_.encoding);
   std::vector<tokenizer::TextSpan> spans;
@@ -232,12 +243,7 @@ Result<recipe::ConversationRequest> legacy_request(const JsonObject& body) {
   if (auto* so = body.if_contains("stream_options"); so && so->is_object())
     if (auto* iu = so->as_object().if_contains("include_usage"); iu && iu->is_bool())
       r.include_usage = iu->get_bool();
-  auto num = [&](const char* key) -> std::optional<double> {
-    auto* v = body.if_contains(key);
-    if (!v || v->is_null()) return std::nullopt;
-    if (!v->is_number()) return std::nan("");
-    return v->to_number<double>();
-  };
+  auto num = [&](const char* key) { return optional_number(body, key); };
   if (auto t = num("temperature")) {
     if (!(*t >= 0 && *t <= 2)) return Error{"temperature must be in [0, 2]"};
     r.inference_options.temperature = static_cast<float>(*t);
@@ -275,14 +281,12 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
     ++metrics_.requests_failed;
     responder->send(api_error(ApiFlavor::OpenAI, status, message));
   };
-  auto parsed = parse_json(request.body);
-  if (!parsed.ok()) return fail(400, "Invalid JSON body: " + parsed.error().message);
-  if (!parsed.value().is_object()) return fail(400, "The request body must be a JSON object");
+  auto parsed = parse_body_object(request.body);
+  if (!parsed.ok()) return fail(400, parsed.error().message);
   const JsonObject& body = parsed.value().as_object();
   auto conv = legacy_request(body);
   if (!conv.ok()) return fail(400, conv.error().message);
-  if (!conv->model.empty() && conv->model != options_.served_model_name)
-    return fail(404, "The model '" + conv->model + "' does not exist");
+  if (auto unknown = unknown_model_error(conv->model)) return fail(404, *unknown);
   if (body.contains("suffix") && !body.at("suffix").is_null())
     return fail(400, "suffix is not supported");
 

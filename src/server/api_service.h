@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +45,8 @@ class ApiService {
   void handle_completions(HttpRequest request, ResponderPtr responder);
   void handle_models(ResponderPtr responder) const;
   bool admit(recipe::Protocol protocol, const ResponderPtr& responder);
+  // 404 message when `model` names a model this server does not serve ("" = the served one).
+  std::optional<std::string> unknown_model_error(const std::string& model) const;
   // Creates, registers and starts one generation session.
   void launch(SessionSetup setup, ResponderPtr responder, engine::EngineRequest request);
 

@@ -3,9 +3,7 @@
 #include <cmath>
 
 namespace deepinfer::server {
-namespace {
-
-std::optional<double> number(const JsonObject& body, std::string_view key) {
+std::optional<double> optional_number(const JsonObject& body, std::string_view key) {
   auto it = body.find(key);
   if (it == body.end() || it->value().is_null()) return std::nullopt;
   const Json& v = it->value();
@@ -14,6 +12,8 @@ std::optional<double> number(const JsonObject& body, std::string_view key) {
   if (v.is_uint64()) return static_cast<double>(v.get_uint64());
   return std::nan("");  // present but not a number
 }
+
+namespace {
 
 Error type_error(std::string_view key, std::string_view want) {
   return Error{std::string(key) + " must be " + std::string(want)};
@@ -49,29 +49,29 @@ Result<ApiSampling> sampling_from_request(const JsonObject& body,
     p.max_tokens = static_cast<int32_t>(std::min(fallback, room));
   }
 
-  auto seed = number(body, "seed");
+  auto seed = optional_number(body, "seed");
   if (seed) {
     if (std::isnan(*seed) || *seed < 0 || *seed >= 9.2233720368547758e18 || *seed != std::floor(*seed))
       return type_error("seed", "an integer in [0, 2^63)");
     p.seed = static_cast<uint64_t>(*seed);
   }
-  if (auto top_k = number(body, "top_k")) {
+  if (auto top_k = optional_number(body, "top_k")) {
     if (std::isnan(*top_k) || *top_k != std::floor(*top_k) || *top_k < -1 || *top_k > 1e9)
       return type_error("top_k", "an integer >= -1");
     p.top_k = static_cast<int32_t>(*top_k);
   }
-  if (auto min_p = number(body, "min_p")) {
+  if (auto min_p = optional_number(body, "min_p")) {
     if (std::isnan(*min_p) || *min_p < 0 || *min_p > 1) return type_error("min_p", "in [0, 1]");
     p.min_p = static_cast<float>(*min_p);
   }
   for (auto [key, field] : {std::pair{"presence_penalty", &p.presence_penalty},
                             std::pair{"frequency_penalty", &p.frequency_penalty}}) {
-    if (auto v = number(body, key)) {
+    if (auto v = optional_number(body, key)) {
       if (std::isnan(*v) || *v < -2 || *v > 2) return type_error(key, "in [-2, 2]");
       *field = static_cast<float>(*v);
     }
   }
-  if (auto v = number(body, "repetition_penalty")) {
+  if (auto v = optional_number(body, "repetition_penalty")) {
     if (std::isnan(*v) || *v <= 0 || *v > 100) return type_error("repetition_penalty", "in (0, 100]");
     p.repetition_penalty = static_cast<float>(*v);
   }
@@ -115,14 +115,14 @@ Result<ApiSampling> sampling_from_request(const JsonObject& body,
       return type_error("logprobs", "a boolean");
     }
   }
-  if (auto v = number(body, "top_logprobs")) {
+  if (auto v = optional_number(body, "top_logprobs")) {
     if (std::isnan(*v) || *v < 0 || *v > engine::kMaxTopLogprobs || *v != std::floor(*v))
       return type_error("top_logprobs", "an integer in [0, 20]");
     p.top_logprobs = static_cast<int32_t>(*v);
     if (p.top_logprobs > 0 && protocol == recipe::Protocol::ChatCompletions && !p.logprobs)
       return Error{"top_logprobs requires logprobs to be true"};
   }
-  if (auto v = number(body, "n")) {
+  if (auto v = optional_number(body, "n")) {
     if (std::isnan(*v) || *v < 1 || *v > 16 || *v != std::floor(*v))
       return type_error("n", "an integer in [1, 16]");
     out.n = static_cast<int>(*v);

@@ -22,6 +22,9 @@ struct ApiSampling {
   int n = 1;
 };
 
+// A numeric field: nullopt when absent or null, NaN when present but not a number.
+std::optional<double> optional_number(const JsonObject& body, std::string_view key);
+
 // `prompt_tokens` bounds max_tokens: default = min(8192 non-thinking / 65536 thinking,
 // max_model_len - prompt_tokens); an explicit value beyond the context is an error.
 Result<ApiSampling> sampling_from_request(const JsonObject& body,
