@@ -1,0 +1,77 @@
+// DeepSeek V4 on one CUDA GPU: the forward of src/model (the CPU reference) with the weights
+// uploaded as shipped (bf16/fp32, FP8 128×128 blocks, FP4 ×32 stay packed in device memory) and a
+// fixed number of sequence slots whose decode state (window ring, compressor tails, compressed
+// entries, index keys) lives on the device. Exact numerics for plain checkpoints, DeepSeek's
+// official roundings for quantized ones, as the CPU model. No CUDA types in this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/result.h"
+#include "model/config.h"
+
+namespace deepinfer::model {
+class Model;
+}
+
+namespace deepinfer::cuda {
+
+// True when the build has CUDA and a device answers.
+bool device_available();
+// One line naming the device (or why there is none).
+std::string device_name();
+
+struct CudaModelOptions {
+  int max_sequences = 1;         // sequence slots (the largest decode batch)
+  int64_t max_context = 8192;    // positions per sequence (sizes the compressed-entry stores)
+  int64_t max_chunk_tokens = 512;  // tokens per forward launch (longer prefills are chunked)
+  bool emulate = false;  // run every kernel body on the host (tests without a GPU; slow)
+};
+
+class CudaModel {
+ public:
+  // Loads config + checkpoint from a model folder (through model::Model) and uploads it.
+  static Result<std::unique_ptr<CudaModel>> load(const std::string& dir,
+                                                 const CudaModelOptions& options = {});
+  // Uploads the weights of an already loaded CPU model (the checkpoint mapping must outlive
+  // this call only).
+  static Result<std::unique_ptr<CudaModel>> from_model(const model::Model& cpu,
+                                                       const CudaModelOptions& options = {});
+  ~CudaModel();
+
+  const model::ModelConfig& config() const;
+
+  // Sequence slots 0 … max_sequences−1. reset() puts a slot back at position 0.
+  void reset(int seq);
+  int64_t position(int seq) const;
+
+  // Runs ids through slot `seq` from its position onward (prefill, chunked prefill, or a
+  // one-token step). For each k, the logits of chunk row logit_rows[k] go to host memory
+  // logits[k·vocab …) (logits may be null when logit_rows is empty).
+  Status prefill(int seq, std::span<const int32_t> ids, std::span<const int64_t> logit_rows,
+                 float* logits);
+
+  // One decode step for B distinct slots: ids[b] at position(seqs[b]). logits (host, [B, vocab])
+  // and/or argmax (host, [B]) may be null; with both null nothing is copied back and the step
+  // runs asynchronously (call synchronize() to wait, e.g. around a timing loop).
+  Status decode(std::span<const int> seqs, std::span<const int32_t> ids, float* logits,
+                int32_t* argmax);
+  Status synchronize();
+
+  // Device memory held: weights as shipped, per-sequence state, scratch.
+  int64_t weight_bytes() const;
+  int64_t state_bytes() const;
+  int64_t workspace_bytes() const;
+  int64_t device_bytes() const { return weight_bytes() + state_bytes() + workspace_bytes(); }
+
+  struct Impl;
+
+ private:
+  explicit CudaModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace deepinfer::cuda
