@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsimdjson-dev nlohmann-json3-dev libpcre2-dev libonig-dev libfmt-dev libspdlog-dev
   libcli11-dev libxxhash-dev libssl-dev libopenblas-dev libgtest-dev libgmock-dev googletest
-  libbenchmark-dev python3
+  libbenchmark-dev libicu-dev python3
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
