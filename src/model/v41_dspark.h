@@ -15,6 +15,7 @@
 #include "backend/cpu/weight_view.h"
 #include "common/result.h"
 #include "model/safetensors.h"
+#include "model/v41_config.h"
 
 namespace deepinfer::model::v41 {
 
@@ -43,6 +44,9 @@ struct DSparkConfig {
 
   int n_targets() const { return static_cast<int>(target_layer_ids.size()); }
 };
+
+// The DSpark part of a parsed V4.1 config (expert counts default to the main model's).
+DSparkConfig dspark_config(const V41Config& config);
 
 struct DSparkExpert {
   cpu::WeightView w1, w2, w3;
@@ -96,7 +100,7 @@ DSparkState dspark_fresh_state(const DSparkConfig& config);
 void dspark_stream_mean(const float* X, int64_t n, int hc, int dim, float* out, int64_t out_stride);
 
 struct DSparkScratch {
-  std::vector<float> f[24];
+  std::vector<float> f[32];
   std::vector<int32_t> idx;
 };
 

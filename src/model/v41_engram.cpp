@@ -130,6 +130,22 @@ constexpr int32_t kDead = -1;
 
 }  // namespace
 
+EngramConfig engram_config(const V41Config& c) {
+  EngramConfig e;
+  e.layer_ids = c.engram_layer_ids;
+  e.max_ngram_size = c.engram_max_ngram_size;
+  e.bucket_start = c.engram_vocab_size;
+  e.n_heads = c.engram_n_heads;
+  e.head_dim = c.engram_head_dim;
+  e.pad_token_id = c.engram_pad_token_id;
+  e.compressed_vocab_size = c.engram_compressed_vocab_size;
+  e.num_embeddings = c.engram_num_embeddings;
+  e.hc_mult = c.hc_mult;
+  e.dim = c.hidden_size;
+  e.norm_eps = c.rms_eps;
+  return e;
+}
+
 // ---- token map -------------------------------------------------------------------------------
 
 std::string engram_normalize(std::string_view text) {

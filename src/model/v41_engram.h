@@ -14,6 +14,7 @@
 #include "backend/cpu/weight_view.h"
 #include "common/result.h"
 #include "model/safetensors.h"
+#include "model/v41_config.h"
 
 namespace deepinfer::model::v41 {
 
@@ -31,6 +32,9 @@ struct EngramConfig {
   int dim = 0;
   double norm_eps = 1e-20;  // rms_norm_eps
 };
+
+// The Engram part of a parsed V4.1 config.
+EngramConfig engram_config(const V41Config& config);
 
 // Raw token id → compressed id: tokens whose decoded text normalizes alike (NFKC, NFD, accents
 // stripped, lower case, whitespace runs → one space, stripped; a lone space survives) share an id;
