@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/batch.h"
@@ -87,6 +88,14 @@ void BM_V4FlashKvBytes(benchmark::State& state) {
   state.counters["packed_hca_B_tok_layer"] = packed.hca_per_token;
   state.counters["packed_B_tok"] = packed.per_token;
   state.counters["packed_GB_1M"] = packed.per_token * (1 << 20) / 1e9;
+  for (int32_t bs : {16, 128}) {
+    const V4BlockBytes in_blocks = v4_kv_bytes_in_blocks(c, bs, true);
+    const std::string tag = "blocks" + std::to_string(bs) + "_";
+    state.counters[tag + "csa_B_tok_layer"] = in_blocks.per_token.csa_per_token;
+    state.counters[tag + "hca_B_tok_layer"] = in_blocks.per_token.hca_per_token;
+    state.counters[tag + "B_tok"] = in_blocks.per_token.per_token;
+    state.counters[tag + "GB_1M"] = in_blocks.per_token.per_token * (1 << 20) / 1e9;
+  }
   state.counters["stored_bounded_MB"] =
       static_cast<double>(stored.ring_bytes + stored.tail_bytes) / 1e6;
   state.counters["packed_bounded_MB"] =

@@ -1,6 +1,10 @@
 // V4 KV byte accounting (formulas of architecture spec §7.1/§7.2).
 #include "engine/kv_layout.h"
 
+#include <algorithm>
+
+#include "model/state.h"
+
 namespace deepinfer::engine {
 namespace {
 
@@ -38,13 +42,39 @@ V4KvBytes v4_kv_bytes_stored(const model::ModelConfig& c) {
 }
 
 V4KvBytes v4_kv_bytes_packed(const model::ModelConfig& c) {
-  const int nope = c.nope_dim();
   // e4m3 no-RoPE dims + bf16 RoPE dims + one UE8M0 scale per 64, padded to 8 bytes (584 for V4).
-  const int64_t main_row = (nope + 2 * c.rope_dim + (nope + 63) / 64 + 7) / 8 * 8;
+  const int64_t main_row =
+      model::entry_row_bytes(model::EntryFormat::Fp8Kv, c.head_dim, c.rope_dim);
   // MXFP4: two e2m1 per byte + one UE8M0 scale per 32 (68 for V4).
-  const int64_t index_row = c.index_head_dim / 2 + (c.index_head_dim + 31) / 32;
+  const int64_t index_row = model::entry_row_bytes(model::EntryFormat::Mxfp4, c.index_head_dim, 0);
   return tally(c, static_cast<double>(main_row), static_cast<double>(index_row),
                static_cast<double>(main_row));
+}
+
+V4BlockBytes v4_kv_bytes_in_blocks(const model::ModelConfig& c, int32_t block_size, bool packed) {
+  const model::EntryFormat main_fmt = packed ? model::EntryFormat::Fp8Kv : model::EntryFormat::F32;
+  const model::EntryFormat index_fmt = packed ? model::EntryFormat::Mxfp4 : model::EntryFormat::F32;
+  const int64_t main_row = model::entry_row_bytes(main_fmt, c.head_dim, c.rope_dim);
+  const int64_t index_row = model::entry_row_bytes(index_fmt, c.index_head_dim, 0);
+  auto region = [&](int r, int64_t row) { return (std::max(1, block_size / r) * row + 7) / 8 * 8; };
+  V4BlockBytes out;
+  out.per_token = v4_kv_bytes_stored(c);
+  V4KvBytes& b = out.per_token;
+  b.csa_per_token = b.hca_per_token = b.per_token = 0;
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    const int r = c.ratio(layer);
+    if (r == 0) continue;
+    int64_t bytes = region(r, main_row);
+    if (c.kind(layer) == model::AttentionKind::Csa) {
+      bytes += region(r, index_row);
+      b.csa_per_token = static_cast<double>(bytes) / block_size;
+    } else {
+      b.hca_per_token = static_cast<double>(bytes) / block_size;
+    }
+    out.block_bytes += bytes;
+  }
+  b.per_token = static_cast<double>(out.block_bytes) / block_size;
+  return out;
 }
 
 }  // namespace deepinfer::engine

@@ -7,37 +7,45 @@
 #include "engine/kv_layout.h"
 
 namespace deepinfer::engine {
+namespace {
+
+// Bytes of one store's region inside a block: max(1, block_size / ratio) rows, 8-byte aligned.
+int64_t region_bytes(const model::EntryStore& s, int32_t block_size) {
+  const int64_t rows = std::max(1, block_size / s.ratio);
+  return (rows * s.row_bytes + 7) / 8 * 8;
+}
+
+}  // namespace
 
 V4ModelRunner::V4ModelRunner(model::Model& model, bool snapshots, PrefixMode mode,
-                             int32_t replay_tokens)
-    : model_(model), snapshots_(snapshots), mode_(mode), replay_tokens_(replay_tokens) {
+                             int32_t replay_tokens, bool pack_entries)
+    : model_(model),
+      snapshots_(snapshots),
+      mode_(mode),
+      replay_tokens_(replay_tokens),
+      pack_(pack_entries) {
   if (replay_tokens_ <= 0) {
     int max_ratio = 0;
     for (int r : model.config().compress_ratios) max_ratio = std::max(max_ratio, r);
     replay_tokens_ = model.config().sliding_window + max_ratio;
   }
+  fresh_ = model_.new_state(pack_);
 }
 
 Status V4ModelRunner::restore_by_replay(const RunnerSequence& seq, model::SequenceState& state) {
-  const model::SequenceState& snap = block_snapshots_[seq.block_table[seq.start / block_size_ - 1]];
   const model::ModelConfig& c = model_.config();
   const int64_t replay_from = std::max<int64_t>(0, seq.start - replay_tokens_) / 128 * 128;
-  auto copy_entries = [&](int64_t upto) {
-    for (int layer = 0; layer < c.num_layers; ++layer) {
-      const int r = c.ratio(layer);
-      if (r == 0) continue;
-      const model::BlockState& from = snap.blocks[layer];
-      model::BlockState& to = state.blocks[layer];
-      const int64_t n = upto / r;
-      to.compressed.assign(from.compressed.begin(), from.compressed.begin() + n * c.head_dim);
-      to.n_compressed = n;
-      if (from.index_head_dim > 0)
-        to.index_keys.assign(from.index_keys.begin(),
-                             from.index_keys.begin() + n * from.index_head_dim);
+  state = fresh_;
+  state.bind_table(seq.block_table);
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    const int r = c.ratio(layer);
+    if (r == 0) continue;
+    model::BlockState& b = state.blocks[static_cast<size_t>(layer)];
+    for (model::EntryStore* s : {&b.compressed, &b.index_keys}) {
+      s->count = replay_from / r;
+      s->frozen = seq.start / r;  // in the hit blocks already: the replay must not write them
     }
-  };
-  state = model_.new_state();
-  copy_entries(replay_from);
+  }
   state.position = replay_from;
   for (int64_t p = replay_from; p < seq.start;) {
     const int64_t end = std::min<int64_t>(seq.start, (p / block_size_ + 1) * block_size_);
@@ -45,14 +53,18 @@ Status V4ModelRunner::restore_by_replay(const RunnerSequence& seq, model::Sequen
       return s;
     p = end;
   }
-  copy_entries(seq.start);  // the stored (exact) entries win over the replayed ones
   return Status::Ok();
 }
 
 int32_t V4ModelRunner::vocab_size() const { return model_.config().vocab_size; }
 
-int64_t V4ModelRunner::compressed_bytes_per_token() const {
-  return static_cast<int64_t>(v4_kv_bytes_stored(model_.config()).per_token + 0.999);
+int64_t V4ModelRunner::entry_bytes_per_block(int32_t block_size) const {
+  int64_t bytes = 0;
+  for (const model::BlockState& b : fresh_.blocks) {
+    if (b.compressed.ratio > 0) bytes += region_bytes(b.compressed, block_size);
+    if (b.index_keys.ratio > 0) bytes += region_bytes(b.index_keys, block_size);
+  }
+  return bytes;
 }
 
 int64_t V4ModelRunner::bytes_per_slot() const {
@@ -61,14 +73,37 @@ int64_t V4ModelRunner::bytes_per_slot() const {
 }
 
 int64_t V4ModelRunner::bytes_per_block(int32_t block_size) const {
-  return compressed_bytes_per_token() * block_size + (snapshots_ ? bytes_per_slot() : 0);
+  const bool snap = snapshots_ && mode_ == PrefixMode::kExact;
+  return entry_bytes_per_block(block_size) + (snap ? bytes_per_slot() : 0);
 }
 
 Status V4ModelRunner::allocate(const KvCacheConfig& config) {
   block_size_ = config.block_size;
-  caching_ = snapshots_ && config.prefix_caching;
+  const int32_t bs = block_size_;
+  for (const model::BlockState& b : fresh_.blocks) {
+    const int r = b.compressed.ratio;
+    if (r > 0 && bs % r != 0 && r % bs != 0)
+      return Error{"v4 runner: the KV block size " + std::to_string(bs) +
+                   " must divide or be a multiple of every compress ratio (" + std::to_string(r) +
+                   ")"};
+  }
+  const int64_t block_bytes = entry_bytes_per_block(bs);
+  arena_.assign(static_cast<size_t>((int64_t{config.num_blocks} * block_bytes + 7) / 8), 0);
+  auto* base = reinterpret_cast<uint8_t*>(arena_.data());
+  int64_t offset = 0;
+  for (model::BlockState& b : fresh_.blocks) {
+    for (model::EntryStore* s : {&b.compressed, &b.index_keys}) {
+      if (s->ratio == 0) continue;
+      s->pages = base + offset;
+      s->page_stride = block_bytes;
+      s->block_size = bs;
+      offset += region_bytes(*s, bs);
+    }
+  }
+  caching_ = config.prefix_caching && exact_prefix_snapshots();
   slots_.assign(config.num_state_slots, model::SequenceState{});
-  block_snapshots_.assign(caching_ ? config.num_blocks : 0, model::SequenceState{});
+  const bool snap = caching_ && mode_ == PrefixMode::kExact;
+  block_snapshots_.assign(snap ? config.num_blocks : 0, model::SequenceState{});
   return Status::Ok();
 }
 
@@ -89,7 +124,7 @@ Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<f
     model::SequenceState& state = slots_[seq.slot];
     if (seq.fresh) {
       if (seq.start == 0) {
-        state = model_.new_state();
+        state = fresh_;
       } else {
         if (!caching_ || seq.start % block_size_ != 0)
           return Error{"v4 runner: a prefix hit needs a snapshot at a block boundary"};
@@ -100,11 +135,14 @@ Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<f
         }
       }
     }
+    state.bind_table(seq.block_table);
     if (state.position != seq.start)
       return Error{"v4 runner: slot " + std::to_string(seq.slot) + " is at position " +
                    std::to_string(state.position) + ", the step starts at " +
                    std::to_string(seq.start)};
     const int32_t end = seq.start + static_cast<int32_t>(seq.tokens.size());
+    if (static_cast<int64_t>(seq.block_table.size()) * block_size_ < end)
+      return Error{"v4 runner: the block table does not cover the step"};
     for (int32_t p = seq.start; p < end;) {
       // Prompt positions run up to the next block boundary; generated ones one at a time.
       int32_t piece_end = p + 1;
@@ -116,7 +154,7 @@ Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<f
                                last && seq.want_logits, out);
           !s.ok())
         return s;
-      if (caching_ && piece_end % block_size_ == 0)
+      if (!block_snapshots_.empty() && piece_end % block_size_ == 0)
         block_snapshots_[seq.block_table[piece_end / block_size_ - 1]] = state;
       p = piece_end;
     }

@@ -2,6 +2,7 @@
 // K=V latent with partial RoPE, sliding window (+ HCA entries or CSA entries picked by the
 // Lightning Indexer), attention sink, inverse RoPE and the grouped output projection.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -11,6 +12,8 @@
 
 namespace deepinfer::model {
 namespace {
+
+std::atomic<uint64_t> g_attention_calls{0};  // tags the per-thread key lists of one call
 
 enum : size_t {
   kQa = kWsAttn,
@@ -57,17 +60,20 @@ void index_select(const ChunkContext& ctx, const BlockWeights& w, const BlockSta
   for (int64_t i = 0; i < n * ih; ++i) wt[i] *= wscale;
   if (ctx.hooks.index_scores) ctx.hooks.index_scores(wt, n * ih);
   const int ratio = st.compressor.ratio;
-  const int64_t per_token = std::max<int64_t>(1, st.n_compressed * ih * ihd);
+  const int64_t n_entries = st.compressed.count;
+  const int64_t per_token = std::max<int64_t>(1, n_entries * ih * ihd);
   cpu::parallel_for(ctx.pool, n, std::max<int64_t>(1, (int64_t{1} << 16) / per_token),
                     [&](int64_t t0, int64_t t1) {
                       thread_local std::vector<float> score;
                       thread_local std::vector<int32_t> order;
+                      thread_local std::vector<float> key_buf;
+                      key_buf.resize(static_cast<size_t>(ihd));
                       for (int64_t t = t0; t < t1; ++t) {
                         const int64_t p = ctx.pos0 + t;
-                        const int64_t vis = std::min<int64_t>((p + 1) / ratio, st.n_compressed);
+                        const int64_t vis = std::min<int64_t>((p + 1) / ratio, n_entries);
                         score.resize(static_cast<size_t>(vis));
                         for (int64_t j = 0; j < vis; ++j) {
-                          const float* k = st.index_keys.data() + j * ihd;
+                          const float* k = st.index_keys.row(j, key_buf.data());
                           if (fused) {
                             score[static_cast<size_t>(j)] =
                                 ctx.hooks.index_score(q + t * ih * ihd, k, wt + t * ih, ih, ihd);
@@ -137,16 +143,11 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
 
   // Compressed entries (all positions of the chunk first: an entry is visible to later queries).
   if (w.has_compressor) {
-    int64_t count = st.n_compressed;
-    run_compressor(ctx, w.compressor, st.compressor, x, D, pairs, false, st.compressed, count,
-                   kCmp);
+    run_compressor(ctx, w.compressor, st.compressor, x, D, pairs, false, st.compressed, kCmp);
     if (w.has_indexer) {
-      const int ihd = c.index_head_dim;
-      int64_t icount = static_cast<int64_t>(st.index_keys.size()) / ihd;
-      run_compressor(ctx, w.indexer.compressor, st.index_compressor, x, ihd, std::min(R, ihd) / 2,
-                     true, st.index_keys, icount, kIdxCmp);
+      run_compressor(ctx, w.indexer.compressor, st.index_compressor, x, c.index_head_dim,
+                     std::min(R, c.index_head_dim) / 2, true, st.index_keys, kIdxCmp);
     }
-    st.n_compressed = count;
   }
   int32_t* sel = nullptr;
   int32_t* cnt = nullptr;
@@ -161,28 +162,40 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int64_t pos0 = ctx.pos0;
   // ≥ 64K multiply-adds per task (a key list is at most window + topk or all HCA entries).
-  const int64_t keys_est = Wn + (ratio == 0 ? 0 : w.has_indexer ? c.index_topk : st.n_compressed);
+  const int64_t n_entries = st.compressed.count;
+  const int64_t keys_est = Wn + (ratio == 0 ? 0 : w.has_indexer ? c.index_topk : n_entries);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (2 * keys_est * D));
+  // Packed entries are decoded once per (thread, token) and shared by that token's heads.
+  const bool packed = st.compressed.format != EntryFormat::F32;
+  const uint64_t call = g_attention_calls.fetch_add(1, std::memory_order_relaxed);
   cpu::parallel_for(ctx.pool, n * H, grain, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<const float*> keys;
-    thread_local std::vector<float> s;
+    thread_local std::vector<float> s, decoded;
+    thread_local uint64_t decoded_call = ~uint64_t{0};
+    thread_local int64_t decoded_t = -1, n_window_cached = 0;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / H, p = pos0 + t;
       const int h = static_cast<int>(i % H);
-      keys.clear();
-      for (int64_t qp = std::max<int64_t>(0, p - Wn + 1); qp <= p; ++qp) {
-        keys.push_back(qp >= pos0 ? kv + (qp - pos0) * D : st.ring.data() + (qp % Wn) * D);
-      }
-      const int64_t n_window = static_cast<int64_t>(keys.size());
-      if (ratio > 0) {
-        if (w.has_indexer) {
-          for (int k = 0; k < cnt[t]; ++k)
-            keys.push_back(st.compressed.data() + int64_t{sel[t * c.index_topk + k]} * D);
-        } else {
-          const int64_t vis = std::min<int64_t>((p + 1) / ratio, st.n_compressed);
-          for (int64_t j = 0; j < vis; ++j) keys.push_back(st.compressed.data() + j * D);
+      if (keys.empty() || decoded_call != call || decoded_t != t) {
+        keys.clear();
+        for (int64_t qp = std::max<int64_t>(0, p - Wn + 1); qp <= p; ++qp) {
+          keys.push_back(qp >= pos0 ? kv + (qp - pos0) * D : st.ring.data() + (qp % Wn) * D);
         }
+        const size_t n_win = keys.size();
+        if (ratio > 0) {
+          const int64_t vis =
+              w.has_indexer ? cnt[t] : std::min<int64_t>((p + 1) / ratio, n_entries);
+          if (packed) decoded.resize(static_cast<size_t>(std::max<int64_t>(1, vis) * D));
+          for (int64_t k = 0; k < vis; ++k) {
+            const int64_t j = w.has_indexer ? int64_t{sel[t * c.index_topk + k]} : k;
+            keys.push_back(st.compressed.row(j, packed ? decoded.data() + k * D : nullptr));
+          }
+        }
+        n_window_cached = static_cast<int64_t>(n_win);
+        decoded_call = call;
+        decoded_t = t;
       }
+      const int64_t n_window = n_window_cached;
       const float* qh = q + (t * H + h) * D;
       if (ctx.hooks.attend) {  // the reference's window list: min(n, window) slots in a prefill
         const int64_t slots = pos0 == 0 ? std::min<int64_t>(n, Wn) : Wn;

@@ -75,7 +75,7 @@ bool push(CompressorState& s, int64_t p, const float* a, const float* g, const f
 
 void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, CompressorState& s,
                     const float* x, int entry_dim, int rope_pairs, bool index_keys,
-                    std::vector<float>& entries, int64_t& count, size_t ws_slot) {
+                    EntryStore& entries, size_t ws_slot) {
   const int64_t n = ctx.n, W = s.width;
   float* a = ctx.ws.get(ws_slot, static_cast<size_t>(n * W));
   float* g = ctx.ws.get(ws_slot + 1, static_cast<size_t>(n * W));
@@ -95,12 +95,7 @@ void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, Compres
     rope_rotate(entry + entry_dim - 2 * rope_pairs, rope_pairs, cs, cs + rope_pairs, false);
     if (!index_keys && ctx.hooks.kv_rows) ctx.hooks.kv_rows(entry, 1, entry_dim, 2 * rope_pairs);
     if (index_keys && ctx.hooks.indexer_rows) ctx.hooks.indexer_rows(entry, 1, entry_dim);
-    if (entries.capacity() < entries.size() + static_cast<size_t>(entry_dim)) {
-      entries.reserve(
-          std::max<size_t>(2 * entries.capacity(), 64 * static_cast<size_t>(entry_dim)));
-    }
-    entries.insert(entries.end(), entry, entry + entry_dim);
-    ++count;
+    entries.append(entry);
   }
 }
 

@@ -14,10 +14,9 @@ void init_compressor(CompressorState& s, int ratio, int entry_dim, bool overlap)
 
 // Runs the compressor over the chunk (x [n, d]); every entry that closes is normalised,
 // RoPE'd at its first position (last rope_pairs·2 dims, compress table), given the numerics
-// hook of its kind (kv_rows, or indexer_rows for index keys) and appended to `entries`
-// ([count, entry_dim], count updated).
+// hook of its kind (kv_rows, or indexer_rows for index keys) and appended to `entries`.
 void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, CompressorState& s,
                     const float* x, int entry_dim, int rope_pairs, bool index_keys,
-                    std::vector<float>& entries, int64_t& count, size_t ws_slot);
+                    EntryStore& entries, size_t ws_slot);
 
 }  // namespace deepinfer::model

@@ -37,7 +37,22 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelOp
   return m;
 }
 
-SequenceState Model::new_state() const {
+namespace {
+void init_store(EntryStore& s, EntryFormat format, int dim, int rope_dim, int ratio) {
+  s.format = format;
+  s.dim = dim;
+  s.rope_dim = rope_dim;
+  s.ratio = ratio;
+  s.row_bytes = entry_row_bytes(format, dim, rope_dim);
+}
+}  // namespace
+
+EntryFormat Model::entry_format(bool index_keys, bool pack) const {
+  if (!pack || config_.numerics != Numerics::Official) return EntryFormat::F32;
+  return index_keys ? EntryFormat::Mxfp4 : EntryFormat::Fp8Kv;
+}
+
+SequenceState Model::new_state(bool pack_entries) const {
   const ModelConfig& c = config_;
   SequenceState s;
   s.blocks.resize(static_cast<size_t>(c.num_layers));
@@ -50,9 +65,12 @@ SequenceState Model::new_state() const {
     if (r > 0) {
       const bool csa = c.kind(i) == AttentionKind::Csa;
       init_compressor(b.compressor, r, c.head_dim, csa);
+      init_store(b.compressed, entry_format(false, pack_entries), c.head_dim, c.rope_dim, r);
       if (csa) {
         b.index_head_dim = c.index_head_dim;
         init_compressor(b.index_compressor, r, c.index_head_dim, true);
+        init_store(b.index_keys, entry_format(true, pack_entries), c.index_head_dim,
+                   std::min(c.rope_dim, c.index_head_dim), r);
       }
     }
   }

@@ -35,8 +35,11 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
 
-  // A fresh state for one sequence (position 0).
-  SequenceState new_state() const;
+  // A fresh state for one sequence (position 0). Its compressed entries are stored packed
+  // (spec §7.2: FP8 main rows, MXFP4 index keys; lossless, the official numerics round them onto
+  // those grids) under the official numerics unless pack_entries is false, fp32 otherwise.
+  SequenceState new_state(bool pack_entries = true) const;
+  EntryFormat entry_format(bool index_keys, bool pack = true) const;
 
   // Runs ids (at positions state.position, state.position+1, …) through the model and advances
   // state. For each k, logits of chunk row logit_rows[k] go to logits[k·vocab …). Not

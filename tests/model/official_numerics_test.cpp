@@ -57,16 +57,16 @@ TEST(OfficialNumerics, KvAndIndexKeysLieOnTheirQuantizationGrids) {
       EXPECT_TRUE(on_fp8_grid(kv, N)) << "window row " << r;
       ++rows;
     }
-    for (int64_t j = 0; j < b.n_compressed; ++j) {
-      const float* e = b.compressed.data() + j * D;
+    std::vector<float> row(static_cast<size_t>(std::max(D, b.index_head_dim)));
+    for (int64_t j = 0; j < b.compressed.count; ++j) {
+      const float* e = b.compressed.row(j, row.data());
       EXPECT_TRUE(all_bf16(e, D));
       EXPECT_TRUE(on_fp8_grid(e, N)) << "compressed entry " << j;
       ++entries;
     }
     if (b.index_head_dim > 0) {
-      const int64_t n = static_cast<int64_t>(b.index_keys.size()) / b.index_head_dim;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* k = b.index_keys.data() + j * b.index_head_dim;
+      for (int64_t j = 0; j < b.index_keys.count; ++j) {
+        const float* k = b.index_keys.row(j, row.data());
         EXPECT_TRUE(all_bf16(k, b.index_head_dim));
         EXPECT_TRUE(on_fp4_grid(k, b.index_head_dim)) << "index key " << j;
         ++keys;
