@@ -329,6 +329,18 @@ EngramHistory engram_fresh_history(const EngramLayout& layout) {
   return EngramHistory{std::vector<int32_t>(static_cast<size_t>(layout.max_ngram_size - 1), kDead)};
 }
 
+EngramHistory engram_history_of(const EngramLayout& layout, const int32_t* recent, int64_t n) {
+  EngramHistory h = engram_fresh_history(layout);
+  const int64_t keep = static_cast<int64_t>(h.prev.size());
+  for (int64_t k = 0; k < keep && k < n; ++k) {
+    const int32_t id = recent[n - 1 - k];
+    h.prev[static_cast<size_t>(k)] = id >= 0 && id < static_cast<int64_t>(layout.token_map.size())
+                                         ? layout.token_map[static_cast<size_t>(id)]
+                                         : kDead;
+  }
+  return h;
+}
+
 Status engram_hash_rows(const EngramLayout& layout, const int32_t* ids, int64_t n,
                         const uint8_t* text_mask, EngramHistory& history, int64_t* rows) {
   const int m = layout.max_ngram_size, nl = layout.n_layers(), nc = layout.n_cols();

@@ -87,6 +87,9 @@ struct EngramHistory {
   std::vector<int32_t> prev;
 };
 EngramHistory engram_fresh_history(const EngramLayout& layout);
+// The history after the raw ids recent[0..n) (oldest first; a negative id or one outside the
+// token map blocks look-back, like an image token). Only the last max_ngram_size − 1 count.
+EngramHistory engram_history_of(const EngramLayout& layout, const int32_t* recent, int64_t n);
 
 // Table rows of the n-grams ending at each of the n tokens ids[0..n) (raw ids, continuing
 // `history`, which is advanced): rows[(t·n_layers + l)·n_cols + c]. text_mask may be null (all

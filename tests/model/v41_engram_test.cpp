@@ -181,6 +181,11 @@ TEST(EngramHash, RowsBlockAtSequenceStartAndImageTokens) {
   ASSERT_TRUE(v41::engram_hash_rows(L, ids, 2, text, h2, split.data()).ok());
   ASSERT_TRUE(v41::engram_hash_rows(L, ids + 2, 3, text + 2, h2, split.data() + 16).ok());
   EXPECT_EQ(split, rows);
+  // A history rebuilt from the raw ids so far continues the same way.
+  auto h3 = v41::engram_history_of(L, ids, 2);
+  std::vector<int64_t> tail(24);
+  ASSERT_TRUE(v41::engram_hash_rows(L, ids + 2, 3, text + 2, h3, tail.data()).ok());
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), rows.begin() + 16));
   const int32_t bad[] = {6};
   EXPECT_FALSE(v41::engram_hash_rows(L, bad, 1, nullptr, h2, split.data()).ok());
 }

@@ -1,0 +1,167 @@
+// DSpark draft stages of DeepSeek V4.1 (spec §12.2 item 10, §12.3) on the official fixture's
+// checkpoint: the loader reads the official mtp.* names, the window ring is position-addressed
+// (chunked observation = one observation), a draft is [token, greedy Markov chain], and the
+// stream mean is the bf16 mean over the hc streams.
+#include "model/v41_dspark.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "backend/cpu/quant_act.h"
+#include "fixture_util.h"
+#include "model/tensor_reader.h"
+
+namespace deepinfer::model {
+namespace {
+
+struct Stages {
+  v41::V41Config config;
+  v41::DSparkConfig dc;
+  std::unique_ptr<Checkpoint> ckpt;
+  cpu::WeightView embed, head;
+};
+
+Stages open_stages(const std::string& name) {
+  Stages s;
+  const std::string dir = testing::fixture_dir(name);
+  auto cfg = v41::load_v41_config(dir);
+  EXPECT_TRUE(cfg.ok()) << (cfg.ok() ? "" : cfg.error().message);
+  if (!cfg.ok()) return s;
+  s.config = cfg.value();
+  s.dc = v41::dspark_config(s.config);
+  auto ck = Checkpoint::open(dir);
+  EXPECT_TRUE(ck.ok());
+  if (!ck.ok()) return s;
+  s.ckpt = std::make_unique<Checkpoint>(std::move(ck.value()));
+  TensorReader rd(*s.ckpt);
+  s.embed = rd.matrix("embed.weight", s.config.vocab_size, s.config.hidden_size);
+  s.head = rd.matrix("head.weight", s.config.vocab_size, s.config.hidden_size);
+  EXPECT_TRUE(rd.ok());
+  return s;
+}
+
+// Deterministic bf16 values in about [-2, 2).
+std::vector<float> random_bf16(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = cpu::round_bf16(static_cast<float>(x >> 8) / static_cast<float>(1 << 22) - 2.0f);
+  }
+  return v;
+}
+
+TEST(DSpark, LoadsTheOfficialStageTensors) {
+  Stages s = open_stages("official_v41_c_bf16");
+  ASSERT_TRUE(s.ckpt);
+  EXPECT_EQ(s.dc.n_stages, 2);
+  EXPECT_EQ(s.dc.block_size, 4);
+  EXPECT_EQ(s.dc.noise_token_id, 511);
+  EXPECT_EQ(s.dc.n_routed_experts, 3);  // dspark_n_routed_experts, not the main model's 4
+  auto w = v41::load_dspark_weights(*s.ckpt, s.dc, s.embed, s.head);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  EXPECT_EQ(w->stages.size(), 2u);
+  EXPECT_EQ(w->stages[1].experts.size(), 3u);
+  EXPECT_EQ(w->main_proj.in, 3 * 128);
+  EXPECT_EQ(w->confidence.size(), 128u + 16u);
+  // A third stage is not in the checkpoint: the error names the first missing tensor.
+  v41::DSparkConfig three = s.dc;
+  three.n_stages = 3;
+  auto bad = v41::load_dspark_weights(*s.ckpt, three, s.embed, s.head);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("mtp.2."), std::string::npos) << bad.error().message;
+}
+
+TEST(DSpark, StreamMeanIsTheBf16MeanOverStreams) {
+  // Two tokens, hc 3, dim 2; out rows of stride 5 (one target layer's slice of a wider row).
+  const float X[] = {1, 2, 2, 4, 4, 8, 1.0f / 3, 0, 1.0f / 3, 0, 1.0f / 3, 3};
+  float out[10] = {};
+  v41::dspark_stream_mean(X, 2, 3, 2, out, 5);
+  EXPECT_EQ(out[0], cpu::round_bf16(7.0f / 3));
+  EXPECT_EQ(out[1], cpu::round_bf16(14.0f / 3));
+  EXPECT_EQ(out[5], cpu::round_bf16(1.0f / 3));
+  EXPECT_EQ(out[6], 1.0f);
+  EXPECT_EQ(out[2], 0.0f);
+}
+
+TEST(DSpark, ChunkedObservationEqualsOneObservation) {
+  Stages s = open_stages("official_v41_c_bf16");
+  ASSERT_TRUE(s.ckpt);
+  auto w = v41::load_dspark_weights(*s.ckpt, s.dc, s.embed, s.head);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const int64_t n = 40, width = s.dc.n_targets() * s.dc.dim;  // window 16: the ring wraps
+  const std::vector<float> hidden = random_bf16(static_cast<size_t>(n * width), 3);
+  v41::DSparkScratch scratch;
+  v41::DSparkState one = v41::dspark_fresh_state(s.dc), two = v41::dspark_fresh_state(s.dc);
+  ASSERT_TRUE(
+      v41::dspark_observe(w.value(), s.dc, one, hidden.data(), n, 0, scratch, nullptr).ok());
+  ASSERT_TRUE(
+      v41::dspark_observe(w.value(), s.dc, two, hidden.data(), 17, 0, scratch, nullptr).ok());
+  ASSERT_TRUE(v41::dspark_observe(w.value(), s.dc, two, hidden.data() + 17 * width, n - 17, 17,
+                                  scratch, nullptr)
+                  .ok());
+  EXPECT_EQ(one.next_position, n);
+  EXPECT_EQ(one.ring, two.ring);
+  // Window kv rows are FP8-rounded per 32: re-quantizing changes nothing.
+  std::vector<float> row(one.ring[0].begin(), one.ring[0].begin() + s.dc.head_dim);
+  std::vector<float> again = row;
+  cpu::fp8_act_quant_inplace(again.data(), s.dc.head_dim, 32);
+  EXPECT_EQ(row, again);
+  // Positions must continue the state.
+  EXPECT_FALSE(
+      v41::dspark_observe(w.value(), s.dc, two, hidden.data(), 1, 5, scratch, nullptr).ok());
+}
+
+int32_t always_noise(const float*, int64_t vocab, void*) { return static_cast<int32_t>(vocab - 1); }
+
+TEST(DSpark, DraftIsTheFedTokenThenAGreedyMarkovChain) {
+  Stages s = open_stages("official_v41_c_bf16");
+  ASSERT_TRUE(s.ckpt);
+  auto w = v41::load_dspark_weights(*s.ckpt, s.dc, s.embed, s.head);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const int64_t P = 20, width = s.dc.n_targets() * s.dc.dim, V = s.dc.vocab_size;
+  const std::vector<float> hidden = random_bf16(static_cast<size_t>((P + 1) * width), 9);
+  v41::DSparkScratch scratch;
+  auto run = [&](v41::DSparkSampler sampler) {
+    v41::DSparkState st = v41::dspark_fresh_state(s.dc);
+    EXPECT_TRUE(
+        v41::dspark_observe(w.value(), s.dc, st, hidden.data(), P, 0, scratch, nullptr).ok());
+    v41::DSparkDraft d;
+    Status ok = v41::dspark_draft(w.value(), s.dc, st, hidden.data() + P * width, P, 77, d, scratch,
+                                  nullptr, sampler);
+    EXPECT_TRUE(ok.ok()) << (ok.ok() ? "" : ok.error().message);
+    EXPECT_EQ(st.next_position, P + 1);
+    return d;
+  };
+  const v41::DSparkDraft d = run(nullptr);
+  ASSERT_EQ(d.ids.size(), static_cast<size_t>(s.dc.block_size + 1));
+  ASSERT_EQ(d.logits.size(), static_cast<size_t>(s.dc.block_size * V));
+  EXPECT_EQ(d.ids[0], 77);
+  for (int b = 0; b < s.dc.block_size; ++b) {
+    EXPECT_EQ(d.ids[static_cast<size_t>(b + 1)],
+              testing::argmax(d.logits.data() + b * V, static_cast<int>(V)));
+    EXPECT_TRUE(std::isfinite(d.confidence[static_cast<size_t>(b)]));
+  }
+  // Same inputs, same draft; a sampler picks the chain instead of argmax.
+  const v41::DSparkDraft again = run(nullptr);
+  EXPECT_EQ(again.ids, d.ids);
+  EXPECT_EQ(again.logits, d.logits);
+  EXPECT_EQ(again.confidence, d.confidence);
+  const v41::DSparkDraft noise = run(always_noise);
+  for (int b = 1; b <= s.dc.block_size; ++b) EXPECT_EQ(noise.ids[static_cast<size_t>(b)], V - 1);
+  // The first slot's logits do not depend on the chain; later ones do (the Markov bias).
+  EXPECT_TRUE(std::equal(d.logits.begin(), d.logits.begin() + V, noise.logits.begin()));
+  EXPECT_FALSE(
+      std::equal(d.logits.begin() + V, d.logits.begin() + 2 * V, noise.logits.begin() + V));
+  // Bad token ids are errors.
+  v41::DSparkState st = v41::dspark_fresh_state(s.dc);
+  v41::DSparkDraft bad;
+  EXPECT_FALSE(v41::dspark_draft(w.value(), s.dc, st, hidden.data(), 0, static_cast<int32_t>(V),
+                                 bad, scratch, nullptr)
+                   .ok());
+}
+
+}  // namespace
+}  // namespace deepinfer::model
