@@ -284,3 +284,113 @@ def check_published(pub, c):
     if errors:
         raise SystemExit("export check failed:\n  " + "\n  ".join(errors[:20]))
     print(f"export check: {len(want)} tensors as the loader expects", flush=True)
+
+
+# ---- reading a published checkpoint back (for --resume-published) -----------------------------
+def read_published(folder):
+    """{published name: fp32 / int64 tensor} of a published checkpoint, FP8/FP4 dequantized."""
+    files = [os.path.join(folder, "model.safetensors")]
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(index):
+        files = sorted({os.path.join(folder, f) for f in json.load(open(index))["weight_map"].values()})
+    rawt = {}
+    for path in files:
+        with open(path, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            header = json.loads(f.read(n))
+            data = f.read()
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            s, e = info["data_offsets"]
+            rawt[name] = (info["dtype"], info["shape"], data[s:e])
+
+    def as_tensor(dt, shape, b):
+        u8 = torch.frombuffer(bytearray(b), dtype=torch.uint8)
+        if dt == "F32":
+            return u8.view(torch.float32).reshape(shape).clone()
+        if dt == "BF16":
+            return u8.view(torch.bfloat16).reshape(shape).float()
+        if dt == "I64":
+            return u8.view(torch.int64).reshape(shape).clone()
+        if dt == "F8_E4M3":
+            return u8.view(torch.float8_e4m3fn).reshape(shape).float()
+        if dt == "F8_E8M0":
+            return torch.exp2(u8.reshape(shape).float() - 127)
+        if dt in ("I8", "U8"):
+            return u8.reshape(shape)
+        raise SystemExit(f"unknown dtype {dt}")
+
+    grid = torch.tensor(E2M1_GRID + tuple(-g for g in E2M1_GRID), dtype=torch.float32)
+    out = {}
+    for name, (dt, shape, b) in rawt.items():
+        if name.endswith(".scale"):
+            continue
+        t = as_tensor(dt, shape, b)
+        base = name[:-len(".weight")] if name.endswith(".weight") else None
+        if base and base + ".scale" in rawt:
+            s = as_tensor(*rawt[base + ".scale"])
+            if dt == "F8_E4M3":
+                rows, cols = t.shape
+                full = s.repeat_interleave(128, 0)[:rows].repeat_interleave(128, 1)[:, :cols]
+                t = t * full
+            else:
+                b8 = t.long()
+                vals = grid[torch.stack([b8 & 15, b8 >> 4], -1)].flatten(-2)
+                t = (vals.unflatten(-1, (-1, 32)) * s.unsqueeze(-1)).flatten(-2)
+        out[name] = t
+    return out
+
+
+def load_into_hf(model, values, rename):
+    """Loads {published name: tensor} into an HF model through its own save/load conversion:
+    save_pretrained (to learn the saved names), overwrite the values, from_pretrained, copy."""
+    from safetensors.torch import load_file, save_file
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        for fn in sorted(os.listdir(tmp)):
+            if not fn.endswith(".safetensors"):
+                continue
+            path = os.path.join(tmp, fn)
+            saved = load_file(path)
+            new = {}
+            for k, v in saved.items():
+                src = rename(hf_to_published(k))
+                if src not in values:
+                    raise SystemExit(f"resume: the checkpoint has no {src} (for {k})")
+                w = values[src]
+                if list(w.shape) != list(v.shape):
+                    raise SystemExit(f"resume: {src} has shape {list(w.shape)}, expected {list(v.shape)}")
+                new[k] = w.to(v.dtype).contiguous()
+            save_file(new, path, metadata={"format": "pt"})
+        fresh = type(model).from_pretrained(tmp, dtype=torch.float32)
+        state = fresh.state_dict()
+    own = model.state_dict()
+    with torch.no_grad():
+        for k, v in own.items():
+            v.copy_(state[k].to(v.device, v.dtype))
+    return len(own)
+
+
+def resume_published(tr, folder):
+    """Master weights of train.py's model and MTP block from a published checkpoint folder."""
+    from transformers import DeepseekV4ForCausalLM
+    values = read_published(folder)
+    n = load_into_hf(tr.model, values, lambda p: p)
+    shell = DeepseekV4ForCausalLM(tr.mtp.hcfg)
+
+    def mtp_name(p):
+        if p in ("embed.weight", "head.weight"):
+            return p
+        if p.startswith("layers.0."):
+            return "mtp.0." + p[len("layers.0."):]
+        return "mtp.0." + p  # hc_head_*, norm.weight
+
+    n += load_into_hf(shell, values, mtp_name)
+    with torch.no_grad():
+        for dst, src in ((tr.mtp.block, shell.model.layers[0]), (tr.mtp.hc_head, shell.model.hc_head),
+                         (tr.mtp.norm, shell.model.norm)):
+            dst.load_state_dict({k: v.to(tr.device) for k, v in src.state_dict().items()})
+        for k in ("e_proj", "h_proj", "enorm", "hnorm"):
+            getattr(tr.mtp, k).weight.copy_(values[f"mtp.0.{k}.weight"].to(tr.device))
+    print(f"resumed {n} tensors from {folder}", flush=True)

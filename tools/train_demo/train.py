@@ -4,7 +4,8 @@
 checkpoint (FP8 e4m3 128x128 block weights with UE8M0 scales, FP4 e2m1 experts with per-32
 UE8M0 scales).
 
-  train.py --data train.bin.gz --out DIR --minutes 5 [--resume CKPT_DIR] [--smoke]
+  train.py --data train.bin.gz --out DIR --minutes 5 [--resume CKPT_DIR | --resume-published DIR]
+           [--smoke]
 
 The MTP block (spec §6.10) is trained jointly but on detached inputs (the main model's final
 hyper-connection streams, the shared embedding and head), so it never changes the main model.
@@ -435,12 +436,18 @@ def train(a):
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     cfg = dict(CONFIG)
-    if a.smoke:
+    if a.smoke and not a.resume_published:
         cfg.update(num_hidden_layers=3, compress_ratios=[4, 0, 128, 0], num_hash_layers=1)
     data = Data(a.data, seed=a.seed)
     tr = Trainer(cfg, device, a.seed)
     if a.resume:
         load_ckpt(tr, a.resume)
+    if a.resume_published:
+        X.resume_published(tr, a.resume_published)
+        ev = evaluate(tr, data, max_batches=2 if a.smoke else 8)
+        log(f"eval of the resumed weights: {json.dumps(ev)}")
+        if ev["acc"] < 0.5:
+            raise SystemExit("resume check failed: the resumed weights do not predict the data")
     params = tr.parameters()
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
@@ -521,7 +528,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--max-steps", type=int, default=0)
-    ap.add_argument("--resume")
+    ap.add_argument("--resume", help="folder with ckpt-*.safetensors (bf16 master weights)")
+    ap.add_argument("--resume-published", help="published checkpoint folder (e.g. models/default)")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--warmup", type=int, default=40)
