@@ -25,10 +25,10 @@ bool device_available();
 std::string device_name();
 
 struct CudaModelOptions {
-  int max_sequences = 1;         // sequence slots (the largest decode batch)
-  int64_t max_context = 8192;    // positions per sequence (sizes the compressed-entry stores)
+  int max_sequences = 1;           // sequence slots (the largest decode batch)
+  int64_t max_context = 8192;      // positions per sequence (sizes the compressed-entry stores)
   int64_t max_chunk_tokens = 512;  // tokens per forward launch (longer prefills are chunked)
-  bool emulate = false;  // run every kernel body on the host (tests without a GPU; slow)
+  bool emulate = false;            // run every kernel body on the host (tests without a GPU; slow)
 };
 
 class CudaModel {

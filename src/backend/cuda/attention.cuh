@@ -1,0 +1,79 @@
+// The attention-side operations of a V4 block on the device (spec §6.3–6.7): the KV compressors
+// streaming into per-sequence entry stores, the Lightning Indexer (scores + top-k by rank), and
+// attention over window ∪ compressed keys with the sink, in Exact or official numerics.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+
+// Segments of a launch: one per sequence, rows [row0, row0 + len) at positions pos0 … .
+struct Segments {
+  const int32_t* row0 = nullptr;
+  const int32_t* seq = nullptr;
+  const int32_t* pos0 = nullptr;
+  const int32_t* len = nullptr;
+  int64_t n = 0;
+};
+
+// One compressor's streaming state and output store, per sequence slot.
+struct CompressorBuffers {
+  float* kv = nullptr;     // [slots, rows, width]
+  float* score = nullptr;  // [slots, rows, width]
+  float* store = nullptr;  // [slots, capacity, dim]
+  int ratio = 0, dim = 0, width = 0, rows = 0;
+  bool overlap = false;
+  int64_t capacity = 0;
+};
+
+// Pushes the chunk rows (a, g: [n, width]) through the state; each entry that closes is written
+// raw (pooled, not yet normalised) to store[seq][j].
+void compressor_push(Exec& e, const Segments& segs, const float* a, const float* g,
+                     const float* ape, const CompressorBuffers& c);
+// Finishes the entries that closed (ent_seq/ent_j, n_ent of them): bf16 (official), RMSNorm with
+// `norm`, bf16, RoPE at j·ratio (compress table, last 2·pairs dims), then the kv or indexer QAT.
+void compressor_finish(Exec& e, const CompressorBuffers& c, const int32_t* ent_seq,
+                       const int32_t* ent_j, int64_t n_ent, const float* norm, float eps,
+                       const float* inv_freq, float attention_factor, int pairs, bool index_keys,
+                       bool official);
+// Resets one slot's compressor state (values 0, scores −inf).
+void compressor_reset(Exec& e, const CompressorBuffers& c, int slot);
+
+// Lightning Indexer: scores of each row's query heads q [n, ih, ihd] with head weights w [n, ih]
+// against the visible index keys of its sequence, then sel[r, 0:cnt[r]) = the top-k entry ids
+// (descending score, lower id first among equals).
+struct IndexerArgs {
+  const float* q = nullptr;
+  const float* w = nullptr;
+  const float* keys = nullptr;  // [slots, capacity, ihd]
+  int64_t capacity = 0;
+  int heads = 0, dim = 0, ratio = 0, topk = 0;
+  bool official = false;
+};
+void indexer_topk(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores, int32_t* sel,
+                  int32_t* cnt);
+
+struct AttnArgs {
+  const float* q = nullptr;     // [n, H, D]
+  const float* kv = nullptr;    // [n, D] this chunk's rows
+  const float* ring = nullptr;  // [slots, W, D]
+  const float* cmp = nullptr;   // [slots, capacity, D]
+  const int32_t* sel = nullptr;
+  const int32_t* cnt = nullptr;
+  const float* sink = nullptr;  // [H]
+  int64_t capacity = 0;
+  int H = 0, D = 0, W = 0, ratio = 0, topk = 0;
+  bool csa = false, official = false;
+  float scale = 1.0f;
+  // compressed key slots per row: 0, topk (CSA) or capacity (HCA)
+  int cslots() const { return ratio == 0 ? 0 : (csa ? topk : static_cast<int>(capacity)); }
+};
+// o [n, H, D] = softmax over window ∪ compressed keys (sink as an extra logit) · keys.
+// probs: scratch [n, H, W + cslots].
+void attention(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);
+// ring[seq][p mod W] = kv row, for the last W rows of each segment.
+void ring_write(Exec& e, const Rows& rows, const float* kv, float* ring, int W, int D);
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,409 @@
+// CudaModel: loading (weights uploaded as shipped), state and scratch allocation, the public API.
+#include <algorithm>
+
+#include "backend/cuda/device_model.cuh"
+#include "model/rope.h"
+
+namespace deepinfer::cuda {
+
+bool device_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+std::string device_name() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return std::string("no CUDA device (") + cudaGetErrorString(e) + ")";
+  if (n == 0) return "no CUDA device";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "CUDA device 0";
+  return std::string(p.name) + " (" + std::to_string(p.multiProcessorCount) + " SMs, " +
+         std::to_string(p.totalGlobalMem >> 20) + " MiB)";
+}
+
+const float* CudaModel::Impl::upload_floats(const std::vector<float>& v) {
+  DeviceArray<uint8_t> b;
+  b.upload(exec, reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float));
+  weight_bytes += static_cast<int64_t>(b.bytes());
+  const float* p = reinterpret_cast<const float*>(b.ptr);
+  blobs.push_back(std::move(b));
+  return p;
+}
+
+DevWeight CudaModel::Impl::upload_weight(const cpu::WeightView& w) {
+  DevWeight d;
+  d.out = w.out;
+  d.in = w.in;
+  d.stride = w.stride();
+  d.quantize_input = w.quantize_input;
+  size_t elem_bytes_x2 = 8;  // bytes per element × 2
+  switch (w.format) {
+    case cpu::WeightFormat::F32:
+      d.format = DevFormat::F32;
+      break;
+    case cpu::WeightFormat::BF16:
+      d.format = DevFormat::BF16;
+      elem_bytes_x2 = 4;
+      break;
+    case cpu::WeightFormat::FP8_E4M3_BLOCK:
+      d.format = DevFormat::FP8;
+      elem_bytes_x2 = 2;
+      break;
+    case cpu::WeightFormat::FP4_E2M1_BLOCK32:
+      d.format = DevFormat::FP4;
+      elem_bytes_x2 = 1;
+      break;
+  }
+  const size_t bytes = static_cast<size_t>(w.out * d.stride) * elem_bytes_x2 / 2;
+  DeviceArray<uint8_t> b;
+  b.upload(exec, static_cast<const uint8_t*>(w.data), bytes);
+  d.data = b.ptr;
+  weight_bytes += static_cast<int64_t>(b.bytes());
+  blobs.push_back(std::move(b));
+  if (d.quantized()) {
+    d.block_out = std::max(1, w.block_out);
+    d.block_in = std::max(1, w.block_in);
+    d.scale_stride = w.scale_stride;
+    d.scale_f32 = w.scale_format == cpu::ScaleFormat::F32;
+    const int64_t srows = (w.out + d.block_out - 1) / d.block_out;
+    const size_t sbytes = static_cast<size_t>(srows * w.scale_stride) * (d.scale_f32 ? 4 : 1);
+    DeviceArray<uint8_t> s;
+    s.upload(exec, static_cast<const uint8_t*>(w.scale), sbytes);
+    d.scale = s.ptr;
+    weight_bytes += static_cast<int64_t>(s.bytes());
+    blobs.push_back(std::move(s));
+  }
+  return d;
+}
+
+Status CudaModel::Impl::upload(const model::Model& m) {
+  const model::ModelWeights& w = m.weights();
+  cfg = m.config();
+  official = cfg.numerics == model::Numerics::Official;
+  for (int i = 0; i < cfg.num_layers; ++i) {
+    if (cfg.kind(i) == model::AttentionKind::Csa && cfg.index_head_dim > 256) {
+      return Error{"CUDA backend: index_head_dim above 256 is not supported"};
+    }
+  }
+  if (cfg.scoring_func != "sqrtsoftplus" && cfg.scoring_func != "sigmoid" &&
+      cfg.scoring_func != "softmax") {
+    return Error{"CUDA backend: unknown scoring_func " + cfg.scoring_func};
+  }
+  embed_table = upload_weight(w.embed);
+  head = upload_weight(w.head);
+  norm = upload_floats(w.norm);
+  auto hc = [&](const model::HyperConnectionWeights& h) {
+    DevHc d;
+    d.fn = upload_weight(h.fn);
+    d.base = upload_floats(h.base);
+    d.scale = upload_floats(h.scale);
+    return d;
+  };
+  auto comp = [&](const model::CompressorWeights& c) {
+    DevCompressor d;
+    d.wkv = upload_weight(c.wkv);
+    d.wgate = upload_weight(c.wgate);
+    d.ape = upload_floats(c.ape);
+    d.norm = upload_floats(c.norm);
+    return d;
+  };
+  auto experts = [&](const std::vector<model::ExpertWeights>& ex, int which) {
+    std::vector<DevWeight> host;
+    for (const auto& e : ex)
+      host.push_back(upload_weight(which == 1 ? e.w1 : which == 2 ? e.w2 : e.w3));
+    DeviceArray<uint8_t> b;
+    b.upload(exec, reinterpret_cast<const uint8_t*>(host.data()), host.size() * sizeof(DevWeight));
+    const DevWeight* p = reinterpret_cast<const DevWeight*>(b.ptr);
+    blobs.push_back(std::move(b));
+    return std::make_pair(p, !host.empty() && host[0].quantized() && host[0].quantize_input);
+  };
+  hc_head_w = hc(w.hc_head);
+  blocks.resize(w.blocks.size());
+  for (size_t i = 0; i < w.blocks.size(); ++i) {
+    const model::BlockWeights& b = w.blocks[i];
+    DevBlock& d = blocks[i];
+    d.hc_attn = hc(b.hc_attn);
+    d.hc_ffn = hc(b.hc_ffn);
+    d.attn_norm = upload_floats(b.attn_norm);
+    d.ffn_norm = upload_floats(b.ffn_norm);
+    d.attn_sink = upload_floats(b.attn_sink);
+    d.wq_a = upload_weight(b.wq_a);
+    d.wq_b = upload_weight(b.wq_b);
+    d.wkv = upload_weight(b.wkv);
+    d.wo_a = upload_weight(b.wo_a);
+    d.wo_b = upload_weight(b.wo_b);
+    d.q_norm = upload_floats(b.q_norm);
+    d.kv_norm = upload_floats(b.kv_norm);
+    d.has_compressor = b.has_compressor;
+    d.has_indexer = b.has_indexer;
+    if (b.has_compressor) d.compressor = comp(b.compressor);
+    if (b.has_indexer) {
+      d.index_compressor = comp(b.indexer.compressor);
+      d.index_wq_b = upload_weight(b.indexer.wq_b);
+      d.index_weights_proj = upload_weight(b.indexer.weights_proj);
+    }
+    d.gate = upload_weight(b.gate);
+    std::vector<float> bias = b.gate_bias;
+    if (bias.empty()) bias.assign(static_cast<size_t>(cfg.n_routed_experts), 0.0f);
+    d.gate_bias = upload_floats(bias);
+    if (!b.tid2eid.empty()) {
+      DeviceArray<uint8_t> t;
+      t.upload(exec, reinterpret_cast<const uint8_t*>(b.tid2eid.data()),
+               b.tid2eid.size() * sizeof(int32_t));
+      d.tid2eid = reinterpret_cast<const int32_t*>(t.ptr);
+      weight_bytes += static_cast<int64_t>(t.bytes());
+      blobs.push_back(std::move(t));
+    }
+    d.ffn.w1 = upload_weight(b.shared.w1);
+    d.ffn.w2 = upload_weight(b.shared.w2);
+    d.ffn.w3 = upload_weight(b.shared.w3);
+    auto [r1, q1] = experts(b.experts, 1);
+    auto [r2, q2] = experts(b.experts, 2);
+    auto [r3, q3] = experts(b.experts, 3);
+    d.ffn.r1 = r1;
+    d.ffn.r2 = r2;
+    d.ffn.r3 = r3;
+    d.ffn.routed_quantized = q1 && q2 && q3;
+  }
+  const model::RopeTable mr = model::make_rope_table(cfg.main_rope, cfg.rope_dim);
+  const model::RopeTable cr = model::make_rope_table(cfg.compress_rope, cfg.rope_dim);
+  main_inv = upload_floats(mr.inv_freq);
+  comp_inv = upload_floats(cr.inv_freq);
+  main_af = mr.attention_factor;
+  comp_af = cr.attention_factor;
+  return exec.sync();
+}
+
+void CudaModel::Impl::allocate_state_and_scratch() {
+  const model::ModelConfig& c = cfg;
+  const int S = opt.max_sequences;
+  const int64_t d = c.hidden_size, hc = c.hc_mult, H = c.n_heads, D = c.head_dim;
+  const int64_t W = c.sliding_window;
+  int64_t max_width = 1, max_cap = 1, max_icap = 1;
+  layers.resize(static_cast<size_t>(c.num_layers));
+  for (int i = 0; i < c.num_layers; ++i) {
+    LayerState& L = layers[static_cast<size_t>(i)];
+    L.ring.allocate(exec, static_cast<size_t>(S * W * D));
+    state_bytes += static_cast<int64_t>(L.ring.bytes());
+    const int r = c.ratio(i);
+    if (r <= 0) continue;
+    if (std::find(ratios.begin(), ratios.end(), r) == ratios.end()) ratios.push_back(r);
+    const bool csa = c.kind(i) == model::AttentionKind::Csa;
+    const int64_t cap = opt.max_context / r + 1;
+    auto setup = [&](CompressorBuffers& cb, DeviceArray<float>& kv, DeviceArray<float>& sc,
+                     DeviceArray<float>& store, int dim, bool overlap) {
+      cb.ratio = r;
+      cb.dim = dim;
+      cb.overlap = overlap;
+      cb.width = (overlap ? 2 : 1) * dim;
+      cb.rows = (overlap ? 2 : 1) * r;
+      cb.capacity = cap;
+      kv.allocate(exec, static_cast<size_t>(int64_t{S} * cb.rows * cb.width));
+      sc.allocate(exec, static_cast<size_t>(int64_t{S} * cb.rows * cb.width));
+      store.allocate(exec, static_cast<size_t>(S * cap * dim));
+      cb.kv = kv.ptr;
+      cb.score = sc.ptr;
+      cb.store = store.ptr;
+      state_bytes += static_cast<int64_t>(kv.bytes() + sc.bytes() + store.bytes());
+      max_width = std::max<int64_t>(max_width, cb.width);
+    };
+    setup(L.comp, L.ckv, L.csc, L.cstore, c.head_dim, csa);
+    max_cap = std::max(max_cap, csa ? int64_t{c.index_topk} : cap);
+    if (csa) {
+      setup(L.icomp, L.ikv, L.isc, L.istore, c.index_head_dim, true);
+      max_icap = std::max(max_icap, cap);
+    }
+  }
+  std::sort(ratios.begin(), ratios.end());
+  N = std::max<int64_t>(opt.max_chunk_tokens, S);
+  const int64_t E = c.n_routed_experts, K = c.experts_per_token, inter = c.moe_intermediate;
+  const int64_t inter_sh = blocks.empty() ? inter : blocks[0].ffn.w1.out;
+  const int64_t qlr = c.q_lora_rank, G = c.o_groups, olr = c.o_lora_rank;
+  const int64_t ih = std::max(1, c.index_n_heads), ihd = std::max(1, c.index_head_dim);
+  const int64_t mixw = (2 + hc) * hc;
+  const int64_t max_in = std::max({hc * d, H * D, qlr, G * olr, d, inter_sh, K * inter});
+  auto f = [&](DeviceArray<float>& a, int64_t n) {
+    a.allocate(exec, static_cast<size_t>(std::max<int64_t>(n, 1)));
+    workspace_bytes += static_cast<int64_t>(a.bytes());
+  };
+  f(X, N * hc * d);
+  f(X2, N * hc * d);
+  f(u, N * d);
+  f(xn, N * d);
+  f(y, N * d);
+  f(pre, N * hc);
+  f(post, N * hc);
+  f(comb, N * hc * hc);
+  f(mix, N * mixw);
+  f(qa, N * qlr);
+  f(qr, N * qlr);
+  f(q, N * H * D);
+  f(kv, N * D);
+  f(o, N * H * D);
+  f(z, N * G * olr);
+  f(ca, N * max_width);
+  f(cg, N * max_width);
+  f(iq, N * ih * ihd);
+  f(iw, N * ih);
+  f(iscore, N * max_icap);
+  f(probs, N * H * (W + max_cap));
+  f(xq, N * max_in);
+  f(Xr, N * hc * d);
+  f(hh, N * d);
+  f(lg, N * c.vocab_size);
+  f(mlog, N * E);
+  f(wts, N * K);
+  f(sh1, N * inter_sh);
+  f(sh3, N * inter_sh);
+  f(rh1, N * K * inter);
+  f(rh3, N * K * inter);
+  f(rout, N * K * d);
+  sel.allocate(exec, static_cast<size_t>(N * std::max(1, c.index_topk)));
+  cnt.allocate(exec, static_cast<size_t>(N));
+  idx.allocate(exec, static_cast<size_t>(N * K));
+  const size_t meta_n = static_cast<size_t>(6 * N + 4 * S + ratios.size() * 4 * (N + S) + 2 * N);
+  meta.allocate(exec, meta_n);
+  host_meta.resize(meta_n);
+  workspace_bytes += static_cast<int64_t>(sel.bytes() + cnt.bytes() + idx.bytes() + meta.bytes());
+  positions.assign(static_cast<size_t>(S), 0);
+}
+
+CudaModel::CudaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaModel::~CudaModel() {
+  if (impl_ && !impl_->exec.emulate && impl_->exec.stream) {
+    cudaStreamSynchronize(impl_->exec.stream);
+    impl_->blobs.clear();
+  }
+}
+
+Result<std::unique_ptr<CudaModel>> CudaModel::from_model(const model::Model& cpu,
+                                                         const CudaModelOptions& options) {
+  if (options.max_sequences < 1 || options.max_chunk_tokens < 1 || options.max_context < 1) {
+    return Error{"CUDA backend: max_sequences, max_chunk_tokens and max_context must be >= 1"};
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->opt = options;
+  impl->exec.emulate = options.emulate;
+  if (!options.emulate) {
+    if (!device_available()) return Error{"CUDA backend: " + device_name()};
+    if (cudaStreamCreateWithFlags(&impl->exec.stream, cudaStreamNonBlocking) != cudaSuccess) {
+      return Error{"CUDA backend: cannot create a stream"};
+    }
+  }
+  if (Status s = impl->upload(cpu); !s) return s.error();
+  impl->allocate_state_and_scratch();
+  if (Status s = impl->exec.sync(); !s) return s.error();
+  std::unique_ptr<CudaModel> m(new CudaModel(std::move(impl)));
+  for (int i = 0; i < options.max_sequences; ++i) m->reset(i);
+  if (Status s = m->impl_->exec.sync(); !s) return s.error();
+  return Result<std::unique_ptr<CudaModel>>(std::move(m));
+}
+
+Result<std::unique_ptr<CudaModel>> CudaModel::load(const std::string& dir,
+                                                   const CudaModelOptions& options) {
+  auto cpu = model::Model::load(dir, {1});
+  if (!cpu) return cpu.error();
+  auto m = from_model(*cpu.value(), options);
+  if (!m) return m.error();
+  m.value()->impl_->owned = std::move(cpu.value());
+  return m;
+}
+
+const model::ModelConfig& CudaModel::config() const { return impl_->cfg; }
+
+void CudaModel::reset(int seq) {
+  if (seq < 0 || seq >= impl_->opt.max_sequences) return;
+  for (auto& L : impl_->layers) {
+    if (L.comp.ratio > 0) compressor_reset(impl_->exec, L.comp, seq);
+    if (L.icomp.ratio > 0) compressor_reset(impl_->exec, L.icomp, seq);
+  }
+  impl_->positions[static_cast<size_t>(seq)] = 0;
+}
+
+int64_t CudaModel::position(int seq) const {
+  if (seq < 0 || seq >= impl_->opt.max_sequences) return -1;
+  return impl_->positions[static_cast<size_t>(seq)];
+}
+
+int64_t CudaModel::weight_bytes() const { return impl_->weight_bytes; }
+int64_t CudaModel::state_bytes() const { return impl_->state_bytes; }
+int64_t CudaModel::workspace_bytes() const { return impl_->workspace_bytes; }
+
+Status CudaModel::synchronize() { return impl_->exec.sync(); }
+
+namespace {
+
+Status check_ids(const model::ModelConfig& c, std::span<const int32_t> ids) {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= c.vocab_size) {
+      return Error{"token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                   std::to_string(c.vocab_size) + ")"};
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CudaModel::prefill(int seq, std::span<const int32_t> ids,
+                          std::span<const int64_t> logit_rows, float* logits) {
+  Impl& m = *impl_;
+  if (seq < 0 || seq >= m.opt.max_sequences) return Error{"sequence slot out of range"};
+  if (Status s = check_ids(m.cfg, ids); !s) return s;
+  const int64_t total = static_cast<int64_t>(ids.size());
+  for (int64_t r : logit_rows) {
+    if (r < 0 || r >= total) {
+      return Error{"logit row " + std::to_string(r) + " outside the " + std::to_string(total) +
+                   " input tokens"};
+    }
+  }
+  if (m.positions[static_cast<size_t>(seq)] + total > m.opt.max_context) {
+    return Error{"sequence would exceed max_context (" + std::to_string(m.opt.max_context) + ")"};
+  }
+  const int64_t V = m.cfg.vocab_size;
+  std::vector<int32_t> rows;
+  std::vector<float> buf;
+  for (int64_t start = 0; start < total; start += m.opt.max_chunk_tokens) {
+    const int64_t n = std::min(m.opt.max_chunk_tokens, total - start);
+    rows.clear();
+    std::vector<size_t> which;
+    for (size_t k = 0; k < logit_rows.size(); ++k) {
+      if (logit_rows[k] >= start && logit_rows[k] < start + n) {
+        rows.push_back(static_cast<int32_t>(logit_rows[k] - start));
+        which.push_back(k);
+      }
+    }
+    buf.resize(rows.size() * static_cast<size_t>(V));
+    const Impl::Segment sg{seq, ids.subspan(static_cast<size_t>(start), static_cast<size_t>(n))};
+    if (Status s = m.run(std::span<const Impl::Segment>(&sg, 1), rows, buf.data(), nullptr); !s)
+      return s;
+    for (size_t i = 0; i < which.size(); ++i)
+      std::copy_n(buf.data() + i * V, V, logits + which[i] * V);
+  }
+  return Status::Ok();
+}
+
+Status CudaModel::decode(std::span<const int> seqs, std::span<const int32_t> ids, float* logits,
+                         int32_t* argmax) {
+  Impl& m = *impl_;
+  if (seqs.size() != ids.size()) return Error{"decode: seqs and ids differ in length"};
+  if (static_cast<int64_t>(seqs.size()) > m.N) return Error{"decode: batch too large"};
+  if (Status s = check_ids(m.cfg, ids); !s) return s;
+  std::vector<Impl::Segment> segs;
+  std::vector<int32_t> rows;
+  std::vector<bool> seen(static_cast<size_t>(m.opt.max_sequences), false);
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    const int s = seqs[b];
+    if (s < 0 || s >= m.opt.max_sequences || seen[static_cast<size_t>(s)])
+      return Error{"decode: bad or repeated sequence slot " + std::to_string(s)};
+    seen[static_cast<size_t>(s)] = true;
+    if (m.positions[static_cast<size_t>(s)] + 1 > m.opt.max_context)
+      return Error{"sequence would exceed max_context"};
+    segs.push_back({s, ids.subspan(b, 1)});
+    rows.push_back(static_cast<int32_t>(b));
+  }
+  return m.run(segs, rows, logits, argmax);
+}
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,103 @@
+// Internal to the CUDA backend: the model's weights, per-slot state and scratch in device memory,
+// as CudaModel::Impl holds them (cuda_model.cu uploads, forward.cu runs).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/cuda/attention.cuh"
+#include "backend/cuda/cuda_model.h"
+#include "backend/cuda/moe.cuh"
+#include "model/model.h"
+
+namespace deepinfer::cuda {
+
+struct DevHc {
+  DevWeight fn;
+  const float* base = nullptr;
+  const float* scale = nullptr;
+};
+
+struct DevCompressor {
+  DevWeight wkv, wgate;
+  const float* ape = nullptr;
+  const float* norm = nullptr;
+};
+
+struct DevExperts {
+  DevWeight w1, w2, w3;           // shared expert
+  const DevWeight* r1 = nullptr;  // routed, device arrays [E]
+  const DevWeight* r2 = nullptr;
+  const DevWeight* r3 = nullptr;
+  bool routed_quantized = false;
+};
+
+struct DevBlock {
+  DevHc hc_attn, hc_ffn;
+  const float *attn_norm = nullptr, *ffn_norm = nullptr, *attn_sink = nullptr;
+  DevWeight wq_a, wq_b, wkv, wo_a, wo_b;
+  const float *q_norm = nullptr, *kv_norm = nullptr;
+  bool has_compressor = false, has_indexer = false;
+  DevCompressor compressor, index_compressor;
+  DevWeight index_wq_b, index_weights_proj;
+  DevWeight gate;
+  const float* gate_bias = nullptr;
+  const int32_t* tid2eid = nullptr;
+  DevExperts ffn;
+};
+
+struct LayerState {
+  DeviceArray<float> ring;  // [slots, W, D]
+  DeviceArray<float> ckv, csc, cstore, ikv, isc, istore;
+  CompressorBuffers comp, icomp;
+};
+
+struct CudaModel::Impl {
+  Exec exec;
+  std::unique_ptr<model::Model> owned;  // the CPU model when loaded from a folder
+  model::ModelConfig cfg;
+  CudaModelOptions opt;
+  bool official = false;
+
+  std::vector<DeviceArray<uint8_t>> blobs;  // every uploaded tensor
+  int64_t weight_bytes = 0, state_bytes = 0, workspace_bytes = 0;
+
+  DevWeight embed_table, head;
+  const float* norm = nullptr;
+  DevHc hc_head_w;
+  std::vector<DevBlock> blocks;
+  const float *main_inv = nullptr, *comp_inv = nullptr;
+  float main_af = 1.0f, comp_af = 1.0f;
+
+  std::vector<LayerState> layers;
+  std::vector<int64_t> positions;
+  std::vector<int> ratios;  // distinct compress ratios > 0
+
+  // scratch (N rows = max(max_chunk_tokens, max_sequences))
+  int64_t N = 0;
+  DeviceArray<float> X, X2, u, xn, y, pre, post, comb, mix, qa, qr, q, kv, o, z, ca, cg, iq, iw,
+      iscore, probs, xq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout;
+  DeviceArray<int32_t> sel, cnt, idx, meta;
+  std::vector<int32_t> host_meta;
+  // per launch: closed-entry lists per ratio (offsets into meta: seq list, then j list)
+  std::vector<int64_t> ent_off, ent_n;
+
+  const float* upload_floats(const std::vector<float>& v);
+  DevWeight upload_weight(const cpu::WeightView& w);
+  Status upload(const model::Model& m);
+  void allocate_state_and_scratch();
+
+  // One launch: segments (slot, ids) → logits of the given global rows.
+  struct Segment {
+    int seq;
+    std::span<const int32_t> ids;
+  };
+  Status run(std::span<const Segment> segs, std::span<const int32_t> logit_rows, float* logits,
+             int32_t* argmax);
+  void block(int layer, const Rows& rows, const Segments& segs, const int32_t* entries);
+  void attention_sublayer(int layer, const Rows& rows, const Segments& segs,
+                          const int32_t* entries);
+  void moe_sublayer(int layer, const Rows& rows);
+};
+
+}  // namespace deepinfer::cuda

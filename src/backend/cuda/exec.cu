@@ -1,0 +1,50 @@
+#include "backend/cuda/exec.cuh"
+
+namespace deepinfer::cuda {
+
+void* Exec::alloc(size_t bytes) {
+  if (emulate) return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  void* p = nullptr;
+  note(cudaMalloc(&p, bytes));
+  return p;
+}
+
+void Exec::release(void* p) {
+  if (emulate) {
+    std::free(p);
+  } else {
+    cudaFree(p);
+  }
+}
+
+void Exec::to_device(void* dst, const void* src, size_t bytes) {
+  if (emulate) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    note(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+  }
+}
+
+void Exec::to_host(void* dst, const void* src, size_t bytes) {
+  if (emulate) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    note(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+  }
+}
+
+void Exec::fill_zero(void* dst, size_t bytes) {
+  if (emulate) {
+    std::memset(dst, 0, bytes);
+  } else {
+    note(cudaMemsetAsync(dst, 0, bytes, stream));
+  }
+}
+
+Status Exec::sync() {
+  if (!emulate) note(cudaStreamSynchronize(stream));
+  if (error != cudaSuccess) return Error{std::string("CUDA: ") + cudaGetErrorString(error)};
+  return Status::Ok();
+}
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,262 @@
+// The V4 forward of one launch on the device: rows of one or more sequence segments through every
+// block (mHC, attention, MoE), then the logits of the requested rows. Mirrors src/model's
+// model.cpp / block.cpp / attention.cpp / moe.cpp step for step.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/device_model.cuh"
+
+namespace deepinfer::cuda {
+
+Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32_t> logit_rows,
+                            float* logits, int32_t* argmax) {
+  const model::ModelConfig& c = cfg;
+  const int S = opt.max_sequences;
+  int64_t n = 0;
+  for (const Segment& s : segs) n += static_cast<int64_t>(s.ids.size());
+  if (n == 0) return Status::Ok();
+  if (n > N || static_cast<int64_t>(segs.size()) > S)
+    return Error{"CUDA backend: launch larger than its scratch"};
+  // Row and segment metadata, closed-entry lists, logit rows: one upload.
+  int32_t* hm = host_meta.data();
+  const int64_t o_seg = 6 * N, o_ent = o_seg + 4 * S;
+  const int64_t ent_stride = N + S;
+  const int64_t o_lrows = o_ent + static_cast<int64_t>(ratios.size()) * 4 * ent_stride;
+  const int64_t o_amax = o_lrows + N;
+  int64_t r = 0;
+  for (size_t g = 0; g < segs.size(); ++g) {
+    const Segment& s = segs[g];
+    const int64_t p0 = positions[static_cast<size_t>(s.seq)];
+    const int64_t len = static_cast<int64_t>(s.ids.size());
+    hm[o_seg + g] = static_cast<int32_t>(r);
+    hm[o_seg + S + g] = s.seq;
+    hm[o_seg + 2 * S + g] = static_cast<int32_t>(p0);
+    hm[o_seg + 3 * S + g] = static_cast<int32_t>(len);
+    const int64_t row0 = r;
+    for (int64_t t = 0; t < len; ++t, ++r) {
+      hm[r] = s.ids[static_cast<size_t>(t)];
+      hm[N + r] = s.seq;
+      hm[2 * N + r] = static_cast<int32_t>(p0 + t);
+      hm[3 * N + r] = static_cast<int32_t>(row0);
+      hm[4 * N + r] = static_cast<int32_t>(p0);
+      hm[5 * N + r] = static_cast<int32_t>(len);
+    }
+  }
+  ent_off.assign(ratios.size(), 0);
+  ent_n.assign(ratios.size(), 0);
+  for (size_t ri = 0; ri < ratios.size(); ++ri) {
+    const int64_t ratio = ratios[ri];
+    const int64_t base = o_ent + static_cast<int64_t>(ri) * 2 * ent_stride;
+    int64_t k = 0;
+    for (const Segment& s : segs) {
+      const int64_t p0 = positions[static_cast<size_t>(s.seq)];
+      const int64_t len = static_cast<int64_t>(s.ids.size());
+      for (int64_t j = p0 / ratio; j < (p0 + len) / ratio; ++j, ++k) {
+        hm[base + k] = s.seq;
+        hm[base + ent_stride + k] = static_cast<int32_t>(j);
+      }
+    }
+    ent_off[ri] = base;
+    ent_n[ri] = k;
+  }
+  const int64_t nl = static_cast<int64_t>(logit_rows.size());
+  std::copy(logit_rows.begin(), logit_rows.end(), hm + o_lrows);
+  exec.to_device(meta.ptr, hm, static_cast<size_t>(o_amax) * sizeof(int32_t));
+
+  const int32_t* dm = meta.ptr;
+  Rows rows{dm, dm + N, dm + 2 * N, dm + 3 * N, dm + 4 * N, dm + 5 * N, n};
+  Segments sg{dm + o_seg, dm + o_seg + S, dm + o_seg + 2 * S, dm + o_seg + 3 * S,
+              static_cast<int64_t>(segs.size())};
+  const int64_t d = c.hidden_size, hc = c.hc_mult;
+  embed(exec, embed_table, rows.ids, n, c.hc_mult, X.ptr);
+  if (official) round_bf16(exec, X.ptr, n * hc * d);
+  for (int i = 0; i < c.num_layers; ++i) block(i, rows, sg, dm);
+  for (const Segment& s : segs)
+    positions[static_cast<size_t>(s.seq)] += static_cast<int64_t>(s.ids.size());
+
+  if (nl > 0) {
+    const int64_t V = c.vocab_size;
+    gather_rows(exec, X.ptr, dm + o_lrows, nl, hc * d, Xr.ptr);
+    linear(exec, Xr.ptr, hc * d, nl, hc_head_w.fn, mix.ptr, hc, official, xq.ptr);
+    HcParams hp{c.hc_mult,
+                c.hc_sinkhorn_iters,
+                d,
+                static_cast<float>(c.hc_eps),
+                static_cast<float>(c.rms_eps),
+                hc_head_w.base,
+                hc_head_w.scale};
+    hc_head(exec, hp, Xr.ptr, mix.ptr, nl, pre.ptr, hh.ptr);
+    if (official) round_bf16(exec, hh.ptr, nl * d);
+    rms_norm(exec, hh.ptr, nl, d, norm, static_cast<float>(c.rms_eps), hh.ptr);
+    if (official) round_bf16(exec, hh.ptr, nl * d);
+    linear(exec, hh.ptr, d, nl, head, lg.ptr, V, official, xq.ptr);
+    if (logits) exec.to_host(logits, lg.ptr, static_cast<size_t>(nl * V) * sizeof(float));
+    if (argmax) {
+      int32_t* am = meta.ptr + o_amax;
+      argmax_rows(exec, lg.ptr, nl, V, am);
+      exec.to_host(argmax, am, static_cast<size_t>(nl) * sizeof(int32_t));
+    }
+    if (logits || argmax) return exec.sync();
+  }
+  if (exec.error != cudaSuccess)
+    return Error{std::string("CUDA: ") + cudaGetErrorString(exec.error)};
+  return Status::Ok();
+}
+
+void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
+                            const int32_t* entries) {
+  const model::ModelConfig& c = cfg;
+  const DevBlock& B = blocks[static_cast<size_t>(layer)];
+  const int64_t n = rows.n, d = c.hidden_size, hc = c.hc_mult, mixw = (2 + hc) * hc;
+  const float eps = static_cast<float>(c.rms_eps);
+  for (int half = 0; half < 2; ++half) {
+    const DevHc& H = half == 0 ? B.hc_attn : B.hc_ffn;
+    HcParams hp{c.hc_mult, c.hc_sinkhorn_iters, d, static_cast<float>(c.hc_eps), eps, H.base,
+                H.scale};
+    linear(exec, X.ptr, hc * d, n, H.fn, mix.ptr, mixw, official, xq.ptr);
+    hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr);
+    if (official) round_bf16(exec, u.ptr, n * d);
+    rms_norm(exec, u.ptr, n, d, half == 0 ? B.attn_norm : B.ffn_norm, eps, xn.ptr);
+    if (official) round_bf16(exec, xn.ptr, n * d);
+    if (half == 0) {
+      attention_sublayer(layer, rows, segs, entries);
+      if (official) round_bf16(exec, y.ptr, n * d);
+    } else {
+      moe_sublayer(layer, rows);
+    }
+    hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr);
+    std::swap(X.ptr, X2.ptr);
+    if (official) round_bf16(exec, X.ptr, n * hc * d);
+  }
+}
+
+void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segments& segs,
+                                         const int32_t* entries) {
+  const model::ModelConfig& c = cfg;
+  const DevBlock& B = blocks[static_cast<size_t>(layer)];
+  LayerState& L = layers[static_cast<size_t>(layer)];
+  const int64_t n = rows.n, d = c.hidden_size;
+  const int H = c.n_heads, D = c.head_dim, R = c.rope_dim, pairs = R / 2, W = c.sliding_window;
+  const int ratio = c.ratio(layer);
+  const int64_t qlr = c.q_lora_rank;
+  const float eps = static_cast<float>(c.rms_eps);
+  const float* inv = ratio == 0 ? main_inv : comp_inv;
+  const float af = ratio == 0 ? main_af : comp_af;
+
+  linear(exec, xn.ptr, d, n, B.wq_a, qa.ptr, qlr, official, xq.ptr);
+  rms_norm(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr);
+  if (official) round_bf16(exec, qr.ptr, n * qlr);
+  linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr);
+  if (official) {
+    q_head_norm_official(exec, q.ptr, n * H, D, eps);
+  } else {
+    rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
+  }
+  linear(exec, xn.ptr, d, n, B.wkv, kv.ptr, D, official, xq.ptr);
+  rms_norm(exec, kv.ptr, n, D, B.kv_norm, eps, kv.ptr);
+  if (official) round_bf16(exec, kv.ptr, n * D);
+  rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
+  rope(exec, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
+  if (official) kv_rows_official(exec, kv.ptr, n, D, R);
+
+  const bool csa = B.has_indexer;
+  const int ihd = c.index_head_dim, ih = c.index_n_heads;
+  const int ipairs = std::min(R, std::max(ihd, 0)) / 2;
+  if (B.has_compressor) {
+    const size_t ri =
+        static_cast<size_t>(std::find(ratios.begin(), ratios.end(), ratio) - ratios.begin());
+    const int32_t* ent_seq = entries + ent_off[ri];
+    const int32_t* ent_j = ent_seq + (N + opt.max_sequences);
+    auto compress = [&](const DevCompressor& w, const CompressorBuffers& cb, int rp, bool keys) {
+      linear(exec, xn.ptr, d, n, w.wkv, ca.ptr, cb.width, official, xq.ptr);
+      linear(exec, xn.ptr, d, n, w.wgate, cg.ptr, cb.width, official, xq.ptr);
+      compressor_push(exec, segs, ca.ptr, cg.ptr, w.ape, cb);
+      compressor_finish(exec, cb, ent_seq, ent_j, ent_n[ri], w.norm, eps, comp_inv, comp_af, rp,
+                        keys, official);
+    };
+    compress(B.compressor, L.comp, pairs, false);
+    if (csa) compress(B.index_compressor, L.icomp, ipairs, true);
+  }
+  if (csa) {
+    linear(exec, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr);
+    linear(exec, xn.ptr, d, n, B.index_weights_proj, iw.ptr, ih, official, xq.ptr);
+    rope(exec, iq.ptr, n, ih, ihd, ipairs, comp_inv, comp_af, rows.pos, false);
+    if (official) indexer_rows_official(exec, iq.ptr, n * ih, ihd);
+    const float wscale = official ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
+                                  : 1.0f / std::sqrt(static_cast<float>(ih));
+    if (official) round_bf16(exec, iw.ptr, n * ih);
+    scale_values(exec, iw.ptr, n * ih, wscale);
+    if (official) round_bf16(exec, iw.ptr, n * ih);
+    IndexerArgs ia{iq.ptr, iw.ptr, L.icomp.store, L.icomp.capacity, ih,
+                   ihd,    ratio,  c.index_topk,  official};
+    indexer_topk(exec, rows, ia, iscore.ptr, sel.ptr, cnt.ptr);
+  }
+  AttnArgs aa;
+  aa.q = q.ptr;
+  aa.kv = kv.ptr;
+  aa.ring = L.ring.ptr;
+  aa.cmp = L.comp.store;
+  aa.sel = sel.ptr;
+  aa.cnt = cnt.ptr;
+  aa.sink = B.attn_sink;
+  aa.capacity = L.comp.capacity;
+  aa.H = H;
+  aa.D = D;
+  aa.W = W;
+  aa.ratio = ratio;
+  aa.topk = c.index_topk;
+  aa.csa = csa;
+  aa.official = official;
+  aa.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  attention(exec, rows, aa, probs.ptr, o.ptr);
+  rope(exec, o.ptr, n, H, D, pairs, inv, af, rows.pos, true);
+  if (official) round_bf16(exec, o.ptr, n * H * D);
+  const int G = c.o_groups, olr = c.o_lora_rank;
+  const int64_t gw = int64_t{H} * D / G;
+  for (int g = 0; g < G; ++g) {
+    linear(exec, o.ptr + g * gw, int64_t{H} * D, n, B.wo_a.rows(int64_t{g} * olr, olr),
+           z.ptr + int64_t{g} * olr, int64_t{G} * olr, official, xq.ptr);
+  }
+  if (official) round_bf16(exec, z.ptr, n * G * olr);
+  linear(exec, z.ptr, int64_t{G} * olr, n, B.wo_b, y.ptr, d, official, xq.ptr);
+  ring_write(exec, rows, kv.ptr, L.ring.ptr, W, D);
+}
+
+void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
+  const model::ModelConfig& c = cfg;
+  const DevBlock& B = blocks[static_cast<size_t>(layer)];
+  const int64_t n = rows.n, d = c.hidden_size;
+  const int E = c.n_routed_experts, K = c.experts_per_token;
+  const int64_t inter = c.moe_intermediate, inter_sh = B.ffn.w1.out;
+  const float limit = static_cast<float>(c.swiglu_limit);
+  linear(exec, xn.ptr, d, n, B.gate, mlog.ptr, E, official, xq.ptr);
+  RouteArgs ra;
+  ra.E = E;
+  ra.K = K;
+  ra.scoring = c.scoring_func == "sigmoid"   ? Scoring::Sigmoid
+               : c.scoring_func == "softmax" ? Scoring::Softmax
+                                             : Scoring::SqrtSoftplus;
+  ra.hash = c.hash_routed[static_cast<size_t>(layer)];
+  ra.tid2eid = B.tid2eid;
+  ra.bias = B.gate_bias;
+  ra.routed_scale = static_cast<float>(c.routed_scaling);
+  moe_route(exec, ra, rows.ids, n, mlog.ptr, idx.ptr, wts.ptr);
+  // Shared expert over all rows.
+  linear(exec, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, xq.ptr);
+  linear(exec, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, xq.ptr);
+  swiglu(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, nullptr, official);
+  linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr);
+  // Routed experts, one slot per (row, k).
+  const int64_t slots = n * K;
+  const bool qx = official && B.ffn.routed_quantized;
+  linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r1, idx.ptr, rh1.ptr, inter, inter, d,
+                 official, qx, xq.ptr);
+  linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r3, idx.ptr, rh3.ptr, inter, inter, d,
+                 official, qx, xq.ptr);
+  swiglu(exec, rh1.ptr, rh3.ptr, slots, inter, limit, official ? wts.ptr : nullptr, official);
+  linear_experts(exec, rh1.ptr, true, slots, K, B.ffn.r2, idx.ptr, rout.ptr, d, d, inter, official,
+                 qx, xq.ptr);
+  moe_combine(exec, rout.ptr, wts.ptr, n, K, d, official, official, y.ptr);
+}
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,217 @@
+#include "backend/cuda/gemv.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+bool g_fast = true;
+
+// 8 consecutive weights (o, k … k+7) of a row, scales applied; k a multiple of 8.
+__device__ __forceinline__ void load8(const DevWeight& w, int64_t o, int64_t k, float* v) {
+  const int64_t r = o + w.row0;
+  switch (w.format) {
+    case DevFormat::F32: {
+      const float4* p = reinterpret_cast<const float4*>(reinterpret_cast<const float*>(w.data) +
+                                                        r * w.stride + k);
+      const float4 a = __ldg(p), b = __ldg(p + 1);
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z,
+      v[7] = b.w;
+      break;
+    }
+    case DevFormat::BF16: {
+      const uint4 q = __ldg(reinterpret_cast<const uint4*>(
+          reinterpret_cast<const uint16_t*>(w.data) + r * w.stride + k));
+      const uint32_t u[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[2 * i] = __uint_as_float(u[i] << 16);
+        v[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+      }
+      break;
+    }
+    case DevFormat::FP8: {
+      const uint2 q = __ldg(reinterpret_cast<const uint2*>(w.data + r * w.stride + k));
+      const float s = w.scale_at(r / w.block_out, k / w.block_in) * 0x1p120f;
+      const uint32_t u[2] = {q.x, q.y};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int32_t c =
+            static_cast<int32_t>(static_cast<int8_t>((u[i / 4] >> (8 * (i % 4))) & 0xff));
+        const uint32_t bits = (static_cast<uint32_t>(c) << 20) & 0x87f00000u;
+        v[i] = __uint_as_float(bits) * s;
+      }
+      break;
+    }
+    case DevFormat::FP4: {
+      const uint32_t q =
+          __ldg(reinterpret_cast<const uint32_t*>(w.data + ((r * w.stride + k) >> 1)));
+      const float s = w.scale_at(r, k / w.block_in);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const uint32_t nib = (q >> (4 * i)) & 0xf;
+        const uint32_t e = (nib >> 1) & 3, m = nib & 1;
+        uint32_t bits = e ? ((e + 126) << 23) | (m << 22) : (m ? 0x3f000000u : 0u);
+        bits |= (nib & 8) << 28;
+        v[i] = __uint_as_float(bits) * s;
+      }
+      break;
+    }
+  }
+}
+
+template <int R>
+__global__ void gemv_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
+                            float* __restrict__ y, int64_t ldy, bool round_out) {
+  const int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (o >= w.out) return;
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+  for (int64_t k = lane * 8; k < w.in; k += 256) {
+    float wv[8];
+    load8(w, o, k, wv);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r < n) {
+        const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
+        const float4 a = xp[0], b = xp[1];
+        acc[r] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] +
+                  b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float v = acc[r];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0 && r < n) y[r * ldy + o] = round_out ? bf16r(v) : v;
+  }
+}
+
+constexpr int kTm = 64, kTn = 64, kTk = 32;
+
+// Tiled GEMM: a 64×64 output tile per block of 256 threads (4×4 each), weights decoded into shared
+// memory as fp32 per 32-wide K slice.
+__global__ void gemm_kernel(const float* __restrict__ x, int64_t ldx, int64_t n, DevWeight w,
+                            float* __restrict__ y, int64_t ldy, bool round_out) {
+  __shared__ float As[kTm][kTk + 1];
+  __shared__ float Bs[kTn][kTk + 1];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTm,
+                o0 = static_cast<int64_t>(blockIdx.x) * kTn;
+  float acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < w.in; k0 += kTk) {
+    for (int i = tid; i < kTm * kTk; i += 256) {
+      const int rr = i / kTk, kk = i % kTk;
+      const int64_t row = r0 + rr, k = k0 + kk;
+      As[rr][kk] = (row < n && k < w.in) ? x[row * ldx + k] : 0.0f;
+    }
+    for (int i = tid; i < kTn * kTk; i += 256) {
+      const int cc = i / kTk, kk = i % kTk;
+      const int64_t o = o0 + cc, k = k0 + kk;
+      Bs[cc][kk] = (o < w.out && k < w.in) ? w.at(o, k) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int kk = 0; kk < kTk; ++kk) {
+      float a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = As[ty * 4 + i][kk];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[j] = Bs[tx * 4 + j][kk];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t row = r0 + ty * 4 + i;
+    if (row >= n) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t o = o0 + tx * 4 + j;
+      if (o < w.out) y[row * ldy + o] = round_out ? bf16r(acc[i][j]) : acc[i][j];
+    }
+  }
+}
+
+__global__ void gemv_experts_kernel(const float* __restrict__ x, bool x_per_slot, int64_t n_slots,
+                                    int K, const DevWeight* __restrict__ experts,
+                                    const int32_t* __restrict__ idx, float* __restrict__ y,
+                                    int64_t ldy, int64_t out, int64_t in, bool official) {
+  const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (g >= n_slots * out) return;
+  const int64_t s = g / out, o = g % out;
+  const DevWeight w = experts[idx[s]];
+  const float* xr = x + (x_per_slot ? s : s / K) * in;
+  float acc = 0.0f;
+  for (int64_t k = lane * 8; k < in; k += 256) {
+    float wv[8];
+    load8(w, o, k, wv);
+    const float4* xp = reinterpret_cast<const float4*>(xr + k);
+    const float4 a = xp[0], b = xp[1];
+    acc += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] + b.y * wv[5] +
+           b.z * wv[6] + b.w * wv[7];
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) y[s * ldy + o] = (official && w.quantized()) ? bf16r(acc) : acc;
+}
+
+}  // namespace
+
+void set_fast_kernels(bool on) { g_fast = on; }
+bool fast_kernels() { return g_fast; }
+
+bool gemv_supported(const DevWeight& w, int64_t n) {
+  if (!g_fast || n <= 0) return false;
+  if (n > 8) return true;  // tiled GEMM: any shape
+  return w.in % 8 == 0 && (w.format != DevFormat::FP8 || w.block_in % 8 == 0) &&
+         (w.format != DevFormat::FP4 || w.block_in % 8 == 0);
+}
+
+void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+          int64_t ldy, bool round_out) {
+  const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && ldx % 4 == 0;
+  if (n > 8 || !aligned) {
+    const dim3 grid(static_cast<unsigned>((w.out + kTn - 1) / kTn),
+                    static_cast<unsigned>((n + kTm - 1) / kTm));
+    gemm_kernel<<<grid, 256, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+    e.note(cudaGetLastError());
+    return;
+  }
+  constexpr int kThreads = 256;
+  const unsigned blocks = static_cast<unsigned>((w.out * 32 + kThreads - 1) / kThreads);
+  const int rows = static_cast<int>(n);
+  if (n == 1) {
+    gemv_kernel<1><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+  } else if (n == 2) {
+    gemv_kernel<2><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+  } else if (n <= 4) {
+    gemv_kernel<4><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+  } else {
+    gemv_kernel<8><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+  }
+  e.note(cudaGetLastError());
+}
+
+bool gemv_experts_supported(int64_t n_slots, int64_t in) {
+  return g_fast && n_slots > 0 && in % 8 == 0;
+}
+
+void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
+                  const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy, int64_t out,
+                  int64_t in, bool official) {
+  constexpr int kThreads = 256;
+  const unsigned blocks = static_cast<unsigned>((n_slots * out * 32 + kThreads - 1) / kThreads);
+  gemv_experts_kernel<<<blocks, kThreads, 0, e.stream>>>(x, x_per_slot, n_slots, K, experts, idx, y,
+                                                         ldy, out, in, official);
+  e.note(cudaGetLastError());
+}
+
+}  // namespace deepinfer::cuda

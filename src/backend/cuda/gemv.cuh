@@ -1,0 +1,28 @@
+// Fast device-only matrix kernels (never emulated; the reference bodies in ops.cu define what
+// they compute): a warp per output column streaming the packed weight row once with 16/8/4-byte
+// loads and the block scales applied in registers, for up to 8 input rows per pass (decode); a
+// shared-memory tiled GEMM for more rows (prefill, large batches); the routed-expert variant.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/exec.cuh"
+#include "backend/cuda/formats.cuh"
+
+namespace deepinfer::cuda {
+
+// Whether gemv() handles this product (alignment and shape); the caller falls back otherwise.
+bool gemv_supported(const DevWeight& w, int64_t n);
+void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+          int64_t ldy, bool round_out);
+
+bool gemv_experts_supported(int64_t n_slots, int64_t in);
+void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
+                  const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy, int64_t out,
+                  int64_t in, bool official);
+
+// Set false to force the reference kernels (tests compare both).
+void set_fast_kernels(bool on);
+bool fast_kernels();
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,124 @@
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/kernel_report.h"
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+struct Matrix {
+  DeviceArray<uint8_t> data, scale;
+  DevWeight w;
+};
+
+Matrix random_matrix(Exec& e, DevFormat f, int64_t out, int64_t in, std::mt19937& rng) {
+  Matrix m;
+  m.w.format = f;
+  m.w.out = out;
+  m.w.in = in;
+  m.w.stride = in;
+  const size_t bytes = static_cast<size_t>(f == DevFormat::BF16  ? out * in * 2
+                                           : f == DevFormat::FP4 ? out * in / 2
+                                                                 : out * in);
+  std::vector<uint8_t> h(bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (size_t i = 0; i < bytes; ++i) {
+    uint8_t b = static_cast<uint8_t>(byte(rng));
+    if (f == DevFormat::FP8 && (b & 0x7f) == 0x7f) b ^= 1;  // no NaN codes
+    if (f == DevFormat::BF16 && (i & 1)) b = static_cast<uint8_t>(0x3c + (b & 0x3) + (b & 0x80));
+    h[i] = b;
+  }
+  m.data.upload(e, h);
+  m.w.data = m.data.ptr;
+  if (f == DevFormat::FP8 || f == DevFormat::FP4) {
+    m.w.block_out = f == DevFormat::FP8 ? 128 : 1;
+    m.w.block_in = f == DevFormat::FP8 ? 128 : 32;
+    const int64_t so = (out + m.w.block_out - 1) / m.w.block_out, si = in / m.w.block_in;
+    std::vector<uint8_t> s(static_cast<size_t>(so * si));
+    for (auto& v : s) v = static_cast<uint8_t>(120 + byte(rng) % 8);
+    m.scale.upload(e, s);
+    m.w.scale = m.scale.ptr;
+    m.w.scale_stride = si;
+  }
+  return m;
+}
+
+const char* name(DevFormat f) {
+  return f == DevFormat::BF16  ? "bf16"
+         : f == DevFormat::FP8 ? "fp8"
+         : f == DevFormat::FP4 ? "fp4"
+                               : "f32";
+}
+
+}  // namespace
+
+std::vector<KernelCheck> kernel_report() {
+  std::vector<KernelCheck> out;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(7);
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  for (DevFormat f : {DevFormat::BF16, DevFormat::FP8, DevFormat::FP4}) {
+    const int64_t in = 7168, rows_out = f == DevFormat::FP4 ? 32768 : 16384;
+    Matrix m = random_matrix(e, f, rows_out, in, rng);
+    for (int64_t n : {1, 4, 64, 512}) {
+      std::vector<float> hx(static_cast<size_t>(n * in));
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      for (auto& v : hx) v = g(rng);
+      DeviceArray<float> x, y_ref, y_fast, xq;
+      x.upload(e, hx);
+      y_ref.allocate(e, static_cast<size_t>(n * rows_out));
+      y_fast.allocate(e, static_cast<size_t>(n * rows_out));
+      set_fast_kernels(false);
+      const int64_t check_rows = n > 64 ? 64 : n;  // the reference is slow: check a slice
+      linear(e, x.ptr, in, check_rows, m.w.rows(0, 2048), y_ref.ptr, rows_out, false, xq.ptr);
+      set_fast_kernels(true);
+      linear(e, x.ptr, in, n, m.w, y_fast.ptr, rows_out, false, xq.ptr);
+      std::vector<float> a(static_cast<size_t>(n * rows_out)), b(a.size());
+      e.to_host(a.data(), y_ref.ptr, a.size() * 4);
+      e.to_host(b.data(), y_fast.ptr, b.size() * 4);
+      if (!e.sync().ok()) break;
+      double num = 0, den = 0;
+      for (int64_t r = 0; r < check_rows; ++r) {
+        for (int64_t o = 0; o < 2048; ++o) {
+          const size_t i = static_cast<size_t>(r * rows_out + o);
+          num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
+          den = std::max(den, static_cast<double>(std::fabs(a[i])));
+        }
+      }
+      const int iters = n >= 64 ? 5 : 50;
+      cudaEventRecord(t0, e.stream);
+      for (int it = 0; it < iters; ++it)
+        linear(e, x.ptr, in, n, m.w, y_fast.ptr, rows_out, false, xq.ptr);
+      cudaEventRecord(t1, e.stream);
+      cudaEventSynchronize(t1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, t0, t1);
+      ms /= static_cast<float>(iters);
+      const double wbytes = static_cast<double>(m.data.bytes() + m.scale.bytes());
+      const double gbs = wbytes / (ms * 1e-3) / 1e9;
+      const double tflops = 2.0 * static_cast<double>(n) * rows_out * in / (ms * 1e-3) / 1e12;
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "%-4s %6lldx%lld n=%-4lld %8.3f ms  %7.1f GB/s of weights (%4.1f%% of 4.8 TB/s)"
+                    "  %6.2f TFLOP/s  rel.err %.2e",
+                    name(f), static_cast<long long>(rows_out), static_cast<long long>(in),
+                    static_cast<long long>(n), ms, gbs, gbs / 48.0, tflops,
+                    den > 0 ? num / den : 0);
+      out.push_back({line, den > 0 ? num / den : 0});
+    }
+  }
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  cudaStreamDestroy(e.stream);
+  return out;
+}
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,19 @@
+// Device self-check and timing of the matrix kernels on random weights in every shipped format
+// (bf16, FP8 128×128 UE8M0, FP4 ×32): the fast kernels against the reference bodies, and the
+// achieved HBM bandwidth (decode GEMV) or FLOP rate (tiled GEMM). One line per measurement.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace deepinfer::cuda {
+
+struct KernelCheck {
+  std::string line;      // human-readable result
+  double rel_error = 0;  // ‖fast − reference‖∞ / ‖reference‖∞
+};
+
+// Needs a device; returns an empty list without one.
+std::vector<KernelCheck> kernel_report();
+
+}  // namespace deepinfer::cuda

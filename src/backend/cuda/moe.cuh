@@ -1,0 +1,35 @@
+// The MoE steps of a V4 block on the device (spec §6.8), one pass without a host loop over
+// experts: routing (sqrtsoftplus/sigmoid/softmax scores, hash or top-k of score + bias by rank),
+// per-slot expert products (ops.cuh linear_experts), clamped SwiGLU, weighted combine.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+
+enum class Scoring : int { SqrtSoftplus = 0, Sigmoid = 1, Softmax = 2 };
+
+struct RouteArgs {
+  int E = 0, K = 0;
+  Scoring scoring = Scoring::SqrtSoftplus;
+  bool hash = false;
+  const int32_t* tid2eid = nullptr;  // [vocab, K] (hash)
+  const float* bias = nullptr;       // [E]
+  float routed_scale = 1.0f;
+};
+// logits [n, E] → scores in place; idx [n, K], weights [n, K].
+void moe_route(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, float* logits,
+               int32_t* idx, float* weights);
+
+// h1 ← silu(min(h1, L)) · clamp(h3, −L, L) (L ≤ 0: no clamp), times row_w[row] when given;
+// bf16-rounded when official. Rows of `inter`.
+void swiglu(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
+            const float* row_w, bool official);
+
+// y[r] += Σ_k (weights[r, k] or 1 when pre_weighted) · out[r·K + k]; bf16 when official.
+void moe_combine(Exec& e, const float* out, const float* weights, int64_t n, int K, int64_t d,
+                 bool pre_weighted, bool official, float* y);
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,306 @@
+// Reference bodies of the forward's operations (one thread per output element or per row), run on
+// the device or, emulated, on the host. The fast decode kernels live in gemv.cu.
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+
+namespace {
+
+DI_HD inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// One row's FP8 activation quantization in place, blocks of `block`.
+DI_HD inline void fp8_quant_row(float* v, int64_t dim, int block) {
+  for (int64_t b0 = 0; b0 < dim; b0 += block) {
+    const int64_t len = dim - b0 < block ? dim - b0 : block;
+    float amax = 0.0f;
+    for (int64_t i = 0; i < len; ++i) amax = fmaxf(amax, fabsf(v[b0 + i]));
+    const float s = fp8_act_scale(amax);
+    for (int64_t i = 0; i < len; ++i) v[b0 + i] = bf16r(round_e4m3(v[b0 + i] / s) * s);
+  }
+}
+
+}  // namespace
+
+void fp8_quant_rows(Exec& e, float* x, int64_t rows, int64_t dim, int block) {
+  const int64_t blocks = (dim + block - 1) / block;
+  e.each(rows * blocks, [=] DI_HD(int64_t i) {
+    const int64_t r = i / blocks, b = i % blocks;
+    const int64_t b0 = b * block;
+    const int64_t len = dim - b0 < block ? dim - b0 : block;
+    fp8_quant_row(x + r * dim + b0, len, block);
+  });
+}
+
+void round_bf16(Exec& e, float* x, int64_t n) {
+  e.each(n, [=] DI_HD(int64_t i) { x[i] = bf16r(x[i]); });
+}
+
+void scale_values(Exec& e, float* x, int64_t n, float s) {
+  e.each(n, [=] DI_HD(int64_t i) { x[i] *= s; });
+}
+
+void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+            int64_t ldy, bool official, float* xq) {
+  const bool quant = official && w.quantized();
+  if (quant && w.quantize_input) {
+    const int64_t in = w.in;
+    e.each(n * in, [=] DI_HD(int64_t i) { xq[i] = x[(i / in) * ldx + i % in]; });
+    fp8_quant_rows(e, xq, n, in, 128);
+    x = xq;
+    ldx = in;
+  }
+  if (!e.emulate && gemv_supported(w, n)) {
+    gemv(e, x, ldx, n, w, y, ldy, quant);
+    return;
+  }
+  const int64_t out = w.out, in = w.in;
+  const DevWeight wv = w;
+  const bool fp4_blocks = quant && w.format == DevFormat::FP4;
+  e.each(n * out, [=] DI_HD(int64_t i) {
+    const int64_t r = i / out, o = i % out;
+    const float* xr = x + r * ldx;
+    float acc = 0.0f;
+    if (fp4_blocks) {  // K in blocks of 32, as the reference FP4 GEMM
+      for (int64_t k0 = 0; k0 < in; k0 += 32) {
+        float part = 0.0f;
+        for (int64_t k = k0; k < k0 + 32 && k < in; ++k) part += xr[k] * wv.at(o, k);
+        acc += part;
+      }
+    } else {
+      for (int64_t k = 0; k < in; ++k) acc += xr[k] * wv.at(o, k);
+    }
+    y[r * ldy + o] = quant ? bf16r(acc) : acc;
+  });
+}
+
+void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
+                    const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy,
+                    int64_t out, int64_t in, bool official, bool quantize_x, float* xq) {
+  // Quantized experts take FP8-quantized inputs (per 1×128) in the official numerics.
+  const int64_t xrows = x_per_slot ? n_slots : n_slots / K;
+  if (quantize_x) {
+    e.each(xrows * in, [=] DI_HD(int64_t i) { xq[i] = x[i]; });
+    fp8_quant_rows(e, xq, xrows, in, 128);
+    x = xq;
+  }
+  if (!e.emulate && gemv_experts_supported(n_slots, in)) {
+    gemv_experts(e, x, x_per_slot, n_slots, K, experts, idx, y, ldy, out, in, official);
+    return;
+  }
+  e.each(n_slots * out, [=] DI_HD(int64_t i) {
+    const int64_t s = i / out, o = i % out;
+    const DevWeight& w = experts[idx[s]];
+    const float* xr = x + (x_per_slot ? s : s / K) * in;
+    const bool quant = official && w.quantized();
+    const bool fp4_blocks = quant && w.format == DevFormat::FP4;
+    float acc = 0.0f;
+    if (fp4_blocks) {
+      for (int64_t k0 = 0; k0 < in; k0 += 32) {
+        float part = 0.0f;
+        for (int64_t k = k0; k < k0 + 32 && k < in; ++k) part += xr[k] * w.at(o, k);
+        acc += part;
+      }
+    } else {
+      for (int64_t k = 0; k < in; ++k) acc += xr[k] * w.at(o, k);
+    }
+    y[s * ldy + o] = quant ? bf16r(acc) : acc;
+  });
+}
+
+void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
+              float* y) {
+  e.each(rows, [=] DI_HD(int64_t r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    const float s = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i) yr[i] = w ? w[i] * (xr[i] * s) : xr[i] * s;
+  });
+}
+
+void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps) {
+  e.each(rows, [=] DI_HD(int64_t r) {
+    float* v = q + r * head_dim;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < head_dim; ++i) {
+      v[i] = bf16r(v[i]);
+      sum += bf16r(v[i] * v[i]);
+    }
+    const float mean = bf16r(sum / static_cast<float>(head_dim));
+    const float t = bf16r(mean + eps);
+    const float rs = bf16r(1.0f / sqrtf(t));
+    for (int64_t i = 0; i < head_dim; ++i) v[i] = bf16r(v[i] * rs);
+  });
+}
+
+void rope(Exec& e, float* x, int64_t n, int per_row, int width, int pairs, const float* inv_freq,
+          float attention_factor, const int32_t* pos, bool inverse) {
+  e.each(n * per_row * pairs, [=] DI_HD(int64_t i) {
+    const int64_t pr = i % pairs, v = (i / pairs) % per_row, r = i / (int64_t{pairs} * per_row);
+    const float phi = inv_freq[pr] * static_cast<float>(pos[r]);
+    const float c = cosf(phi) * attention_factor;
+    float s = sinf(phi) * attention_factor;
+    if (inverse) s = -s;
+    float* xp = x + (r * per_row + v) * width + width - 2 * pairs + 2 * pr;
+    const float a = xp[0], b = xp[1];
+    xp[0] = a * c - b * s;
+    xp[1] = b * c + a * s;
+  });
+}
+
+void kv_rows_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim) {
+  e.each(rows, [=] DI_HD(int64_t r) {
+    float* row = kv + r * head_dim;
+    for (int i = 0; i < head_dim; ++i) row[i] = bf16r(row[i]);
+    fp8_quant_row(row, head_dim - rope_dim, 64);
+  });
+}
+
+void indexer_rows_official(Exec& e, float* x, int64_t rows, int dim) {
+  const float scale = static_cast<float>(1.0 / sqrt(static_cast<double>(dim)));
+  e.each(rows, [=] DI_HD(int64_t r) {
+    float* v = x + r * dim;
+    double buf[256];
+    for (int i = 0; i < dim; ++i) buf[i] = static_cast<double>(bf16r(v[i]));
+    for (int span = 1; span < dim; span *= 2) {
+      for (int i = 0; i < dim; i += 2 * span) {
+        for (int j = i; j < i + span; ++j) {
+          const double a = buf[j], b = buf[j + span];
+          buf[j] = a + b;
+          buf[j + span] = a - b;
+        }
+      }
+    }
+    for (int i = 0; i < dim; ++i) v[i] = bf16r(static_cast<float>(buf[i]) * scale);
+    const float inv6 = static_cast<float>(1.0 / 6.0);
+    const float floor6 = static_cast<float>(6.0 * 0x1p-126);
+    for (int b0 = 0; b0 < dim; b0 += 32) {
+      const int len = dim - b0 < 32 ? dim - b0 : 32;
+      float amax = 0.0f;
+      for (int i = 0; i < len; ++i) amax = fmaxf(amax, fabsf(v[b0 + i]));
+      const float s = pow2_at_least(fmaxf(amax, floor6) * inv6);
+      for (int i = 0; i < len; ++i) v[b0 + i] = bf16r(round_e2m1(v[b0 + i] / s) * s);
+    }
+  });
+}
+
+void embed(Exec& e, const DevWeight& table, const int32_t* ids, int64_t n, int hc, float* X) {
+  const DevWeight t = table;
+  const int64_t d = table.in;
+  e.each(n * d, [=] DI_HD(int64_t i) {
+    const int64_t r = i / d, k = i % d;
+    const float v = t.at(ids[r], k);
+    for (int j = 0; j < hc; ++j) X[(r * hc + j) * d + k] = v;
+  });
+}
+
+void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
+            float* post, float* comb, float* u) {
+  const int hc = p.hc, mixw = (2 + p.hc) * p.hc;
+  const int64_t d = p.d, width = hc * p.d;
+  const HcParams q = p;
+  e.each(n, [=] DI_HD(int64_t t) {
+    const float* xt = X + t * width;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < width; ++i) ss += xt[i] * xt[i];
+    const float rs = 1.0f / sqrtf(ss / static_cast<float>(width) + q.rms_eps);
+    const float* mt = mix + t * mixw;
+    const float eps = q.hc_eps;
+    for (int j = 0; j < hc; ++j) {
+      pre[t * hc + j] = sigmoidf(mt[j] * rs * q.scale[0] + q.base[j]) + eps;
+      post[t * hc + j] = 2.0f * sigmoidf(mt[hc + j] * rs * q.scale[1] + q.base[hc + j]);
+    }
+    float* C = comb + t * hc * hc;
+    for (int i = 0; i < hc; ++i) {
+      float mx = -INFINITY;
+      for (int j = 0; j < hc; ++j) {
+        const int k = 2 * hc + i * hc + j;
+        C[i * hc + j] = mt[k] * rs * q.scale[2] + q.base[k];
+        mx = fmaxf(mx, C[i * hc + j]);
+      }
+      float sum = 0.0f;
+      for (int j = 0; j < hc; ++j) {
+        C[i * hc + j] = expf(C[i * hc + j] - mx);
+        sum += C[i * hc + j];
+      }
+      for (int j = 0; j < hc; ++j) C[i * hc + j] = C[i * hc + j] / sum + eps;
+    }
+    for (int it = 0; it < q.sinkhorn_iters; ++it) {
+      if (it > 0) {  // row normalisation
+        for (int i = 0; i < hc; ++i) {
+          float s = 0.0f;
+          for (int j = 0; j < hc; ++j) s += C[i * hc + j];
+          for (int j = 0; j < hc; ++j) C[i * hc + j] /= (s + eps);
+        }
+      }
+      for (int j = 0; j < hc; ++j) {  // column normalisation
+        float s = 0.0f;
+        for (int i = 0; i < hc; ++i) s += C[i * hc + j];
+        for (int i = 0; i < hc; ++i) C[i * hc + j] /= (s + eps);
+      }
+    }
+  });
+  e.each(n * d, [=] DI_HD(int64_t i) {
+    const int64_t t = i / d, k = i % d;
+    float acc = 0.0f;
+    for (int j = 0; j < hc; ++j) acc += pre[t * hc + j] * X[t * width + j * d + k];
+    u[i] = acc;
+  });
+}
+
+void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, const float* comb,
+             const float* y, int64_t n, float* X_out) {
+  const int hc = p.hc;
+  const int64_t d = p.d;
+  e.each(n * hc * d, [=] DI_HD(int64_t i) {
+    const int64_t k = i % d, j = (i / d) % hc, t = i / (d * hc);
+    const float* C = comb + t * hc * hc;
+    float o = post[t * hc + j] * y[t * d + k];
+    for (int s = 0; s < hc; ++s) o += C[s * hc + j] * X[(t * hc + s) * d + k];
+    X_out[i] = o;
+  });
+}
+
+void hc_head(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
+             float* h) {
+  const int hc = p.hc;
+  const int64_t d = p.d, width = hc * p.d;
+  const HcParams q = p;
+  e.each(n, [=] DI_HD(int64_t t) {
+    const float* xt = X + t * width;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < width; ++i) ss += xt[i] * xt[i];
+    const float rs = 1.0f / sqrtf(ss / static_cast<float>(width) + q.rms_eps);
+    for (int j = 0; j < hc; ++j)
+      pre[t * hc + j] = sigmoidf(mix[t * hc + j] * rs * q.scale[0] + q.base[j]) + q.hc_eps;
+  });
+  e.each(n * d, [=] DI_HD(int64_t i) {
+    const int64_t t = i / d, k = i % d;
+    float acc = 0.0f;
+    for (int j = 0; j < hc; ++j) acc += pre[t * hc + j] * X[t * width + j * d + k];
+    h[i] = acc;
+  });
+}
+
+void argmax_rows(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out) {
+  e.each(rows, [=] DI_HD(int64_t r) {
+    const float* v = x + r * V;
+    int64_t best = 0;
+    for (int64_t i = 1; i < V; ++i) {
+      if (v[i] > v[best]) best = i;
+    }
+    out[r] = static_cast<int32_t>(best);
+  });
+}
+
+void gather_rows(Exec& e, const float* src, const int32_t* rows, int64_t n, int64_t width,
+                 float* dst) {
+  e.each(n * width, [=] DI_HD(int64_t i) {
+    const int64_t k = i / width, c = i % width;
+    dst[i] = src[int64_t{rows[k]} * width + c];
+  });
+}
+
+}  // namespace deepinfer::cuda

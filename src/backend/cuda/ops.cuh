@@ -1,0 +1,84 @@
+// The operations of the V4 forward on device buffers (fp32 activations), each a launch (or, when
+// emulated, a host loop) on an Exec. They mirror src/model's CPU steps one for one; `official`
+// selects DeepSeek's reference roundings where the two numerics differ (docs/model.md).
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/exec.cuh"
+#include "backend/cuda/formats.cuh"
+
+namespace deepinfer::cuda {
+
+// Per-launch row metadata (device arrays, one entry per chunk row): the token, its sequence slot,
+// its absolute position, and the first row / first position / length of its sequence's segment.
+struct Rows {
+  const int32_t* ids = nullptr;
+  const int32_t* seq = nullptr;
+  const int32_t* pos = nullptr;
+  const int32_t* start = nullptr;
+  const int32_t* pos0 = nullptr;
+  const int32_t* len = nullptr;
+  int64_t n = 0;
+};
+
+// y[r, o] = x[r, :] · W[o, :] for r < n (x row stride ldx, y row stride ldy). Official numerics on
+// FP8/FP4 weights: x FP8-quantized per 1×128 first (when w.quantize_input; scratch xq holds
+// n × w.in floats) and y rounded to bf16.
+void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+            int64_t ldy, bool official, float* xq);
+
+// The same per routed slot: slot s = r·K + k uses expert idx[s] of `experts` (a device array) on
+// x row s / K (x_per_slot: row s instead) into y row s; quantize_x: FP8-quantize x first.
+void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
+                    const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy,
+                    int64_t out, int64_t in, bool official, bool quantize_x, float* xq);
+
+// x ← bf16(e4m3(x/s)·s) per block of `block` along rows of `dim` (rows × dim).
+void fp8_quant_rows(Exec& e, float* x, int64_t rows, int64_t dim, int block);
+void round_bf16(Exec& e, float* x, int64_t n);
+void scale_values(Exec& e, float* x, int64_t n, float s);
+
+// y[r] = x[r] · rsqrt(mean(x[r]²) + eps) · w (w may be null). In place allowed.
+void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
+              float* y);
+// Official per-head q norm with bf16 tensor ops (rows of head_dim).
+void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
+
+// Interleaved RoPE on the last 2·pairs dims of each `width`-wide vector, `per_row` vectors a row,
+// at the row's position pos[r] (inverse: the rotation by −φ).
+void rope(Exec& e, float* x, int64_t n, int per_row, int width, int pairs, const float* inv_freq,
+          float attention_factor, const int32_t* pos, bool inverse);
+
+// Official KV QAT: bf16 rows, FP8 per 64 on the first head_dim − rope_dim dims.
+void kv_rows_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim);
+// Official indexer QAT: bf16, Hadamard over dim (≤ 256), FP4 per 32.
+void indexer_rows_official(Exec& e, float* x, int64_t rows, int dim);
+
+// Embedding rows: X[r, j, :] = embed[ids[r]] for every stream j.
+void embed(Exec& e, const DevWeight& table, const int32_t* ids, int64_t n, int hc, float* X);
+
+// mHC (spec §6.2): from mix = X·fnᵀ [n, (2+hc)·hc], pre/post/comb per row, then u = Σ pre_j X_j.
+struct HcParams {
+  int hc = 1, sinkhorn_iters = 1;
+  int64_t d = 0;
+  float hc_eps = 0, rms_eps = 0;
+  const float* base = nullptr;   // device [(2+hc)·hc]
+  const float* scale = nullptr;  // device [3]
+};
+void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
+            float* post, float* comb, float* u);
+// X_out[r, j] = post_j · y[r] + Σ_i comb[i, j] · X[r, i].
+void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, const float* comb,
+             const float* y, int64_t n, float* X_out);
+// hc_head: h[r] = Σ_j (σ(mix_j · rs · scale0 + base_j) + eps) X_j.
+void hc_head(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
+             float* h);
+
+// out[r] = index of the largest of x[r, 0:V] (lowest index among equals).
+void argmax_rows(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out);
+// dst[k] = src[rows[k]] (rows of `width` floats).
+void gather_rows(Exec& e, const float* src, const int32_t* rows, int64_t n, int64_t width,
+                 float* dst);
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,309 @@
+// The CUDA forward against the committed fixtures: HF transformers logits (exact numerics, 1e-3
+// max-abs), DeepSeek's official code (quantized checkpoints, the fixtures' noise-floor bars),
+// greedy continuations through the device cache, CUDA vs CPU greedy ids, and batched decode ==
+// one sequence at a time. Emulated tests run the same kernel bodies on the host (no GPU needed);
+// Device tests skip when no GPU answers.
+#include "backend/cuda/cuda_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "../model/fixture_util.h"
+#include "backend/cuda/kernel_report.h"
+#include "model/model.h"
+
+namespace deepinfer::cuda {
+namespace {
+
+using model::testing::argmax;
+using model::testing::fixture_dir;
+using model::testing::max_abs_diff;
+using model::testing::Reference;
+
+std::unique_ptr<CudaModel> load(const std::string& name, bool emulate, int slots = 1) {
+  CudaModelOptions o;
+  o.emulate = emulate;
+  o.max_sequences = slots;
+  o.max_context = 2048;
+  auto m = CudaModel::load(fixture_dir(name), o);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? std::move(m.value()) : nullptr;
+}
+
+// Per-row max-abs differences: median (torch's lower middle), max, argmax agreement.
+struct RowStats {
+  float median = 0, max = 0;
+  int agree = 0, n = 0;
+};
+RowStats compare(const std::vector<float>& got, const std::vector<float>& ref, int64_t V) {
+  RowStats s;
+  s.n = static_cast<int>(ref.size() / static_cast<size_t>(V));
+  std::vector<float> d;
+  for (int r = 0; r < s.n; ++r) {
+    d.push_back(max_abs_diff(got.data() + r * V, ref.data() + r * V, static_cast<size_t>(V)));
+    s.agree += argmax(got.data() + r * V, static_cast<int>(V)) ==
+               argmax(ref.data() + r * V, static_cast<int>(V));
+  }
+  s.max = *std::max_element(d.begin(), d.end());
+  std::sort(d.begin(), d.end());
+  s.median = d[static_cast<size_t>((s.n - 1) / 2)];
+  return s;
+}
+
+std::vector<float> prefill(CudaModel& m, const std::vector<int32_t>& ids,
+                           const std::vector<int64_t>& rows) {
+  std::vector<float> out(rows.size() * static_cast<size_t>(m.config().vocab_size));
+  m.reset(0);
+  Status s = m.prefill(0, ids, rows, out.data());
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+  return out;
+}
+
+// Prompt prefill then one decode step per reference token: the logits of every step.
+std::vector<float> teacher_forced(CudaModel& m, const std::vector<int32_t>& prompt,
+                                  const std::vector<int32_t>& tokens,
+                                  std::vector<int32_t>* greedy) {
+  const int64_t V = m.config().vocab_size;
+  std::vector<float> out(tokens.size() * static_cast<size_t>(V));
+  m.reset(0);
+  const int64_t last[] = {static_cast<int64_t>(prompt.size()) - 1};
+  EXPECT_TRUE(m.prefill(0, prompt, last, out.data()).ok());
+  const int seq[] = {0};
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    if (greedy) greedy->push_back(argmax(out.data() + i * V, static_cast<int>(V)));
+    const int32_t tok[] = {tokens[i]};
+    EXPECT_TRUE(m.decode(seq, tok, out.data() + (i + 1) * V, nullptr).ok());
+  }
+  if (greedy) greedy->push_back(argmax(out.data() + (tokens.size() - 1) * V, static_cast<int>(V)));
+  return out;
+}
+
+void hf_logits(bool emulate, const char* name) {
+  auto m = load(name, emulate);
+  ASSERT_TRUE(m);
+  Reference ref = Reference::open(fixture_dir(name));
+  const auto ids = ref.i32("input_ids");
+  const auto rows32 = ref.i32("rows");
+  const std::vector<int64_t> rows(rows32.begin(), rows32.end());
+  const auto got = prefill(*m, ids, rows);
+  const RowStats s = compare(got, ref.f32("logits"), m->config().vocab_size);
+  std::printf("  %s prefill (%zu tokens): max-abs %.3g over %d rows, argmax %d/%d\n", name,
+              ids.size(), s.max, s.n, s.agree, s.n);
+  EXPECT_LE(s.max, 1e-3f);
+}
+
+void hf_greedy(bool emulate, const char* name) {
+  auto m = load(name, emulate);
+  ASSERT_TRUE(m);
+  Reference ref = Reference::open(fixture_dir(name));
+  const auto prompt = ref.i32("greedy_prompt");
+  const auto want = ref.i32("greedy_out");
+  std::vector<int32_t> got;
+  const auto lg = teacher_forced(*m, prompt, want, &got);
+  const RowStats s = compare(lg, ref.f32("decode_logits"), m->config().vocab_size);
+  int same = 0;
+  for (size_t i = 0; i < want.size(); ++i) same += got[i] == want[i];
+  std::printf("  %s decode: max-abs %.3g over %d steps, greedy %d/%zu identical\n", name, s.max,
+              s.n, same, want.size());
+  EXPECT_LE(s.max, 1e-3f);
+  EXPECT_EQ(got, want);
+}
+
+void official_bars(bool emulate, const char* name) {
+  auto m = load(name, emulate);
+  ASSERT_TRUE(m);
+  Reference ref = Reference::open(fixture_dir(name));
+  const int64_t V = m->config().vocab_size;
+  const auto ids = ref.i32("input_ids");
+  const auto rows32 = ref.i32("rows");
+  const std::vector<int64_t> rows(rows32.begin(), rows32.end());
+  auto check = [&](const RowStats& got, const RowStats& noise, const char* what) {
+    const float med_bar = 1.5f * noise.median + 0.01f, max_bar = 2.0f * noise.max + 0.01f;
+    std::printf("  %s %-7s median %.4f (bar %.4f)  max %.4f (bar %.4f)  argmax %d/%d\n", name, what,
+                got.median, med_bar, got.max, max_bar, got.agree, got.n);
+    EXPECT_LE(got.median, med_bar) << what;
+    EXPECT_LE(got.max, max_bar) << what;
+    EXPECT_GE(got.agree, got.n - 2) << what;
+  };
+  const auto ref_logits = ref.f32("logits");
+  check(compare(prefill(*m, ids, rows), ref_logits, V),
+        compare(ref.f32("alt2_logits"), ref_logits, V), "prefill");
+  const auto prompt = ref.i32("greedy_prompt");
+  const auto greedy = ref.i32("greedy_out");
+  const auto margins = ref.f32("greedy_margins");
+  std::vector<int32_t> picks;
+  const auto dec = teacher_forced(*m, prompt, greedy, &picks);
+  const auto ref_dec = ref.f32("decode_logits");
+  const RowStats noise = compare(ref.f32("alt2_decode_logits"), ref_dec, V);
+  check(compare(dec, ref_dec, V), noise, "decode");
+  size_t safe = 0;
+  while (safe < greedy.size() && margins[safe] >= 2 * noise.max) ++safe;
+  for (size_t i = 0; i < safe; ++i) EXPECT_EQ(picks[i], greedy[i]) << "greedy step " << i;
+}
+
+// ---- emulated (host) runs of the kernel bodies: no GPU needed ----
+
+TEST(CudaEmulated, HfLogitsAndGreedy) {
+  hf_logits(true, "hf_v4_b");
+  hf_greedy(true, "hf_v4_b");
+}
+
+TEST(CudaEmulated, OfficialWithinTheNoiseFloor) { official_bars(true, "official_v4_c"); }
+
+TEST(CudaEmulated, RejectsBadInput) {
+  auto m = load("hf_v4_b", true);
+  ASSERT_TRUE(m);
+  const int32_t bad[] = {1 << 20};
+  EXPECT_FALSE(m->prefill(0, bad, {}, nullptr).ok());
+  const int32_t ok[] = {3};
+  const int64_t row[] = {1};
+  EXPECT_FALSE(m->prefill(0, ok, row, nullptr).ok());
+  EXPECT_FALSE(m->prefill(5, ok, {}, nullptr).ok());
+  const int seqs[] = {0, 0};
+  const int32_t two[] = {3, 4};
+  EXPECT_FALSE(m->decode(seqs, two, nullptr, nullptr).ok());
+}
+
+// ---- on the device ----
+
+class CudaDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!device_available()) GTEST_SKIP() << device_name();
+  }
+};
+
+TEST_F(CudaDevice, HfFixtures) {
+  std::printf("  device: %s\n", device_name().c_str());
+  for (const char* f : {"hf_v4_a", "hf_v4_b"}) {
+    hf_logits(false, f);
+    hf_greedy(false, f);
+  }
+}
+
+TEST_F(CudaDevice, OfficialFixtures) {
+  for (const char* f : {"official_v4_a", "official_v4_c"}) official_bars(false, f);
+}
+
+// CUDA vs CPU greedy continuations of 32 tokens from the fixtures' prompts.
+TEST_F(CudaDevice, GreedyMatchesCpu) {
+  for (const char* f : {"hf_v4_a", "hf_v4_b", "official_v4_a", "official_v4_c"}) {
+    auto cpu = model::Model::load(fixture_dir(f), {4});
+    ASSERT_TRUE(cpu.ok());
+    auto gpu = load(f, false);
+    ASSERT_TRUE(gpu);
+    Reference ref = Reference::open(fixture_dir(f));
+    const auto prompt = ref.i32("greedy_prompt");
+    const int V = cpu.value()->config().vocab_size;
+    std::vector<float> lg(static_cast<size_t>(V)), lc(static_cast<size_t>(V));
+    auto st = cpu.value()->new_state();
+    const int64_t last[] = {static_cast<int64_t>(prompt.size()) - 1};
+    ASSERT_TRUE(cpu.value()->forward(st, prompt, last, lc.data()).ok());
+    gpu->reset(0);
+    ASSERT_TRUE(gpu->prefill(0, prompt, last, lg.data()).ok());
+    std::vector<int32_t> a, b;
+    const int seq[] = {0};
+    const int64_t zero[] = {0};
+    for (int i = 0; i < 32; ++i) {
+      a.push_back(argmax(lc.data(), V));
+      b.push_back(argmax(lg.data(), V));
+      ASSERT_TRUE(
+          cpu.value()->forward(st, std::span<const int32_t>(&a.back(), 1), zero, lc.data()).ok());
+      int32_t am = 0;
+      ASSERT_TRUE(gpu->decode(seq, std::span<const int32_t>(&b.back(), 1), lg.data(), &am).ok());
+      EXPECT_EQ(am, argmax(lg.data(), V));
+    }
+    int same = 0;
+    while (same < 32 && a[static_cast<size_t>(same)] == b[static_cast<size_t>(same)]) ++same;
+    std::printf("  %s: CUDA vs CPU greedy: first %d of 32 tokens identical\n", f, same);
+    if (std::string(f).rfind("hf_", 0) == 0) {
+      EXPECT_EQ(a, b);
+    }
+  }
+}
+
+// A batch of 4 sequences decoded together == each decoded alone.
+TEST_F(CudaDevice, BatchedDecodeEqualsSingle) {
+  for (const char* f : {"hf_v4_a", "official_v4_c"}) {
+    auto m = load(f, false, 4);
+    ASSERT_TRUE(m);
+    Reference ref = Reference::open(fixture_dir(f));
+    const auto ids = ref.i32("input_ids");
+    const int64_t V = m->config().vocab_size;
+    const int lens[] = {150, 7, 260, 131};
+    auto start = [&] {
+      for (int s = 0; s < 4; ++s) {
+        m->reset(s);
+        ASSERT_TRUE(
+            m->prefill(s, std::span<const int32_t>(ids.data() + s, lens[s]), {}, nullptr).ok());
+      }
+    };
+    start();
+    std::vector<float> batched(4 * V * 6), single(4 * V * 6);
+    const int seqs[] = {0, 1, 2, 3};
+    for (int step = 0; step < 6; ++step) {
+      const int32_t toks[] = {ids[10 + step], ids[20 + step], ids[30 + step], ids[40 + step]};
+      ASSERT_TRUE(m->decode(seqs, toks, batched.data() + step * 4 * V, nullptr).ok());
+    }
+    start();
+    for (int s = 0; s < 4; ++s) {
+      for (int step = 0; step < 6; ++step) {
+        const int one[] = {s};
+        const int32_t tok[] = {ids[static_cast<size_t>(10 * (s + 1) + step)]};
+        ASSERT_TRUE(m->decode(one, tok, single.data() + (step * 4 + s) * V, nullptr).ok());
+      }
+    }
+    const float e = max_abs_diff(batched.data(), single.data(), batched.size());
+    std::printf("  %s: batch-4 decode vs one at a time: max-abs %.3g\n", f, e);
+    EXPECT_LE(e, 1e-4f);
+  }
+}
+
+// Decode step time on the fixtures (tiny models: launch-bound, not a roofline number).
+TEST_F(CudaDevice, DecodeStepTime) {
+  for (const char* f : {"hf_v4_a", "official_v4_c"}) {
+    for (int B : {1, 16}) {
+      auto m = load(f, false, B);
+      ASSERT_TRUE(m);
+      std::vector<int> seqs(static_cast<size_t>(B));
+      std::vector<int32_t> toks(static_cast<size_t>(B), 5);
+      for (int s = 0; s < B; ++s) {
+        seqs[static_cast<size_t>(s)] = s;
+        ASSERT_TRUE(m->prefill(s, std::vector<int32_t>(64, 3), {}, nullptr).ok());
+      }
+      std::vector<int32_t> am(static_cast<size_t>(B));
+      for (int i = 0; i < 3; ++i) ASSERT_TRUE(m->decode(seqs, toks, nullptr, am.data()).ok());
+      const int steps = 50;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < steps; ++i) ASSERT_TRUE(m->decode(seqs, toks, nullptr, nullptr).ok());
+      ASSERT_TRUE(m->synchronize().ok());
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+          steps;
+      std::printf("  %s batch %d: %.3f ms/step (%.0f tokens/s), device memory %.1f MiB\n", f, B, ms,
+                  B * 1000.0 / ms, m->device_bytes() / 1048576.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::cuda
+
+namespace deepinfer::cuda {
+namespace {
+
+// The fast matrix kernels against the reference bodies on random weights, and their speed.
+TEST(CudaKernels, FastMatchesReferenceAndRoofline) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  for (const KernelCheck& k : kernel_report()) {
+    std::printf("  %s\n", k.line.c_str());
+    EXPECT_LE(k.rel_error, 1e-4) << k.line;
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::cuda
