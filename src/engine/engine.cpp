@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "engine/executor.h"
+#include "engine/structured_request.h"
 
 namespace deepinfer::engine {
 
@@ -111,6 +112,22 @@ Result<uint64_t> Engine::submit(EngineRequest request, EventCallback callback) {
     return Error{"the prompt has " + std::to_string(request.prompt.size()) +
                  " tokens; the limit is " + std::to_string(max_len - 1) +
                  " (max_model_len minus one generated token)"};
+  if (request.params.structured) {
+    // The constraint's end tokens: the caller's, the engine's EOS ids and the request's stops.
+    const structured::StructuredOutput& so = *request.params.structured;
+    if (!so.grammar) return Error{"structured output: no grammar"};
+    if (so.grammar->vocab().vocab_size() > static_cast<size_t>(vocab))
+      return Error{"structured output: the grammar's vocabulary (" +
+                   std::to_string(so.grammar->vocab().vocab_size()) +
+                   " ids) is larger than the model's (" + std::to_string(vocab) + ")"};
+    auto merged = std::make_shared<structured::StructuredOutput>(so);
+    if (!request.params.ignore_eos)
+      merged->end_tokens.insert(merged->end_tokens.end(), config_.scheduler.eos_token_ids.begin(),
+                                config_.scheduler.eos_token_ids.end());
+    merged->end_tokens.insert(merged->end_tokens.end(), request.params.stop_token_ids.begin(),
+                              request.params.stop_token_ids.end());
+    request.params.structured = std::move(merged);
+  }
   auto req = std::make_unique<Request>();
   req->id = impl_->next_id.fetch_add(1);
   req->params = std::move(request.params);

@@ -33,6 +33,17 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
         std::min<int64_t>(int64_t{seq.num_prompt} + seq.params.max_tokens + 1, max_reserve_)));
     s.tokens.assign(seq.tokens.begin(), seq.tokens.end());
     s.block_table.assign(seq.block_table.begin(), seq.block_table.end());
+    s.constraint.reset();
+    if (seq.params.structured) {
+      const structured::StructuredOutput& so = *seq.params.structured;
+      s.constraint = std::make_unique<structured::StructuredConstraint>(so.grammar, so.end_tokens,
+                                                                        so.think_end);
+      for (size_t i = static_cast<size_t>(seq.num_prompt); i < seq.tokens.size(); ++i)
+        s.constraint->accept(seq.tokens[i]);
+      const size_t ids = std::max<size_t>(static_cast<size_t>(runner_.vocab_size()),
+                                          so.grammar->vocab().vocab_size());
+      s.mask.assign(structured::mask_words(ids), 0);
+    }
   }
   batch_.clear();
   sample_slots_.clear();
@@ -68,12 +79,19 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
   if (out.status.ok()) {
     out.sampled.resize(sample_slots_.size());
     pool_.parallel_for(static_cast<int32_t>(sample_slots_.size()), [&](int32_t i, int32_t t) {
-      const Slot& s = slots_[sample_slots_[i]];
+      Slot& s = slots_[sample_slots_[i]];
       const std::span<const int32_t> all(s.tokens);
-      const SampleContext ctx{s.params, s.seed, all.first(s.num_prompt), all.subspan(s.num_prompt)};
+      SampleContext ctx{s.params, s.seed, all.first(s.num_prompt), all.subspan(s.num_prompt)};
+      // Structured output: the grammar's mask (only the grammar's words are rewritten; the
+      // tail beyond its vocabulary stays zero), then the automaton advances by the token.
+      if (s.constraint &&
+          s.constraint->fill_mask(std::span<uint64_t>(s.mask).first(
+              structured::mask_words(s.params.structured->grammar->vocab().vocab_size()))))
+        ctx.allowed = s.mask;
       out.sampled[i].request_id = s.request_id;
       out.sampled[i].result = samplers_[t].sample(
           std::span<const float>(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx);
+      if (s.constraint) s.constraint->accept(out.sampled[i].result.token);
     });
     for (size_t i = 0; i < sample_slots_.size(); ++i)
       slots_[sample_slots_[i]].tokens.push_back(out.sampled[i].result.token);

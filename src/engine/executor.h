@@ -10,6 +10,7 @@
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "engine/step.h"
+#include "engine/structured_request.h"
 #include "engine/thread_pool.h"
 
 namespace deepinfer::engine {
@@ -31,6 +32,10 @@ class Executor {
     int32_t num_prompt = 0;
     std::vector<int32_t> tokens;
     std::vector<int32_t> block_table;
+    // Structured output: the request's automaton (replayed over known outputs on admission)
+    // and its allowed-token bitmask, sized for the larger of the model and grammar vocabularies.
+    std::unique_ptr<structured::StructuredConstraint> constraint;
+    std::vector<uint64_t> mask;
   };
 
   ModelRunner& runner_;

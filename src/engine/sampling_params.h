@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -10,6 +11,10 @@
 #include "common/result.h"
 
 namespace deepinfer::engine {
+
+namespace structured {
+struct StructuredOutput;  // engine/structured_request.h
+}
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
 
@@ -28,6 +33,8 @@ struct SamplingParams {
   bool ignore_eos = false;
   bool logprobs = false;     // return the sampled token's log-probability (raw model output).
   int32_t top_logprobs = 0;  // and the n most likely tokens (0..20); needs logprobs.
+  // Structured output: each token is sampled from the tokens the grammar allows (null: none).
+  std::shared_ptr<const structured::StructuredOutput> structured;
 };
 
 // Checks ranges against the vocabulary; the message names the offending field.

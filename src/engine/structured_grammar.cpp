@@ -55,6 +55,21 @@ Expr utf8_any_char(const ByteSet& ascii_excluded) {
   });
 }
 
+Expr utf8_any_char_except_dsml_bar(const ByteSet& ascii_excluded) {
+  Expr e = utf8_any_char(ascii_excluded);
+  const ByteSet cont = ByteSet::range(0x80, 0xbf);
+  auto b = [](uint8_t lo, uint8_t hi) { return Expr::byteset(ByteSet::range(lo, hi)); };
+  auto c = [&] { return Expr::byteset(cont); };
+  // Replaces the EE..EF lead branch: EE c c | EF 80..BC c | EF BD (80..9B | 9D..BF) | EF BE..BF c.
+  ByteSet bd_tail = ByteSet::range(0x80, 0xbf);
+  bd_tail.bits[0x9c >> 6] &= ~(uint64_t{1} << (0x9c & 63));
+  e.items[5] = Expr::seq({b(0xee, 0xee), c(), c()});
+  e.items.push_back(Expr::seq({b(0xef, 0xef), b(0x80, 0xbc), c()}));
+  e.items.push_back(Expr::seq({b(0xef, 0xef), b(0xbd, 0xbd), Expr::byteset(bd_tail)}));
+  e.items.push_back(Expr::seq({b(0xef, 0xef), b(0xbe, 0xbf), c()}));
+  return e;
+}
+
 uint32_t Grammar::add_rule(std::string name) {
   rules_.push_back(Rule{std::move(name), {}, false, {}});
   return static_cast<uint32_t>(rules_.size() - 1);

@@ -143,5 +143,7 @@ Result<std::unique_ptr<Grammar>> parse_gbnf(std::string_view text, GrammarLimits
 // UTF-8 helpers for front ends: any one code point (valid UTF-8, no surrogates), optionally
 // excluding a set of ASCII bytes.
 Expr utf8_any_char(const ByteSet& ascii_excluded);
+// The same without U+FF5C (EF BD 9C), the bar of the DSML marker spelled as text.
+Expr utf8_any_char_except_dsml_bar(const ByteSet& ascii_excluded);
 
 }  // namespace deepinfer::engine::structured

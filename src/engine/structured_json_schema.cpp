@@ -96,9 +96,13 @@ Expr int_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
 
 class Compiler {
  public:
-  Compiler(Grammar& g, const Json& root) : g_(g), root_(root) {}
+  Compiler(Grammar& g, const Json& root, bool exclude_dsml_bar = false)
+      : g_(g), root_(root), exclude_dsml_bar_(exclude_dsml_bar) {}
 
   Result<Expr> compile(const Json& s, const std::string& path, int depth);
+  // The raw characters (no JSON quoting or escaping) of a schema that admits only strings;
+  // nullopt for other schemas.
+  Result<std::optional<Expr>> raw_string(const Json& s, const std::string& path);
   Expr any_value() { return Expr::ref(value_rule()); }
   Expr any_object() {
     value_rule();
@@ -121,7 +125,12 @@ class Compiler {
                             int depth);
   Result<Expr> compile_object(const JsonObject& s, const std::string& path, int depth);
   Result<Expr> compile_array(const JsonObject& s, const std::string& path, int depth);
-  Result<Expr> compile_string(const JsonObject& s, const std::string& path);
+  Result<Expr> compile_string(const JsonObject& s, const std::string& path, bool raw = false);
+  Expr any_char(const ByteSet& ascii_excluded) const {
+    return exclude_dsml_bar_ ? utf8_any_char_except_dsml_bar(ascii_excluded)
+                             : utf8_any_char(ascii_excluded);
+  }
+  Expr raw_char() const { return any_char(ByteSet{}); }
   Result<Expr> compile_number(const JsonObject& s, bool integer, const std::string& path);
 
   Grammar& g_;
@@ -129,6 +138,7 @@ class Compiler {
   std::map<std::string, uint32_t> refs_;
   std::optional<uint32_t> value_, chars_;
   uint32_t object_rule_ = 0;
+  bool exclude_dsml_bar_ = false;
 };
 
 Expr Compiler::escape_expr() {
@@ -149,7 +159,7 @@ uint32_t Compiler::chars_rule() {
   ByteSet excluded = ByteSet::range(0, 0x1f);
   excluded.set('"');
   excluded.set('\\');
-  Expr any = utf8_any_char(excluded);
+  Expr any = any_char(excluded);
   std::vector<Expr> alts;
   for (Expr& branch : any.items) alts.push_back(Expr::seq({std::move(branch), Expr::ref(r)}));
   alts.push_back(Expr::seq({escape_expr(), Expr::ref(r)}));
@@ -162,7 +172,7 @@ Expr Compiler::one_char() {
   ByteSet excluded = ByteSet::range(0, 0x1f);
   excluded.set('"');
   excluded.set('\\');
-  Expr any = utf8_any_char(excluded);
+  Expr any = any_char(excluded);
   any.items.push_back(escape_expr());
   return any;
 }
@@ -517,13 +527,49 @@ Result<Expr> Compiler::compile_array(const JsonObject& s, const std::string& pat
   return Expr::seq({Expr::byte('['), std::move(body), Expr::byte(']')});
 }
 
-Result<Expr> Compiler::compile_string(const JsonObject& s, const std::string& path) {
+Result<std::optional<Expr>> Compiler::raw_string(const Json& sj, const std::string& path) {
+  using Out = std::optional<Expr>;
+  if (!sj.is_object()) return Out{};
+  const JsonObject& s = sj.as_object();
+  for (const auto& kv : s) {
+    const std::string key(kv.key());
+    if (!known_keywords().count(key)) return fail(path, "unsupported keyword '" + key + "'");
+  }
+  if (s.contains("nullable") || s.contains("$ref") || s.contains("anyOf") || s.contains("oneOf"))
+    return Out{};
+  auto all_strings = [](const Json& v) {
+    if (v.is_string()) return true;
+    if (!v.is_array() || v.as_array().empty()) return false;
+    for (const Json& x : v.as_array())
+      if (!x.is_string()) return false;
+    return true;
+  };
+  if (const Json* c = s.if_contains("const"))
+    return c->is_string() ? Out{Expr::literal(std::string(c->as_string()))} : Out{};
+  if (const Json* e = s.if_contains("enum")) {
+    if (!all_strings(*e) || !e->is_array()) return Out{};
+    std::vector<Expr> alts;
+    for (const Json& v : e->as_array()) alts.push_back(Expr::literal(std::string(v.as_string())));
+    return Out{Expr::alt(std::move(alts))};
+  }
+  const Json* t = s.if_contains("type");
+  const bool string_type = t ? t->is_string() && t->as_string() == "string"
+                             : s.contains("pattern") || s.contains("format") ||
+                                   s.contains("minLength") || s.contains("maxLength");
+  if (!string_type) return Out{};
+  auto e = compile_string(s, path, true);
+  if (!e.ok()) return e.error();
+  return Out{std::move(e.value())};
+}
+
+Result<Expr> Compiler::compile_string(const JsonObject& s, const std::string& path, bool raw) {
   const Json* pattern = s.if_contains("pattern");
   const Json* format = s.if_contains("format");
   const bool lengths = s.contains("minLength") || s.contains("maxLength");
   if ((pattern != nullptr) + (format != nullptr) + lengths > 1)
     return fail(path, "combining pattern, format and minLength/maxLength is not supported");
-  auto quoted = [](Expr body) {
+  auto quoted = [raw](Expr body) {
+    if (raw) return body;
     return Expr::seq({Expr::byte('"'), std::move(body), Expr::byte('"')});
   };
   if (pattern) {
@@ -531,7 +577,7 @@ Result<Expr> Compiler::compile_string(const JsonObject& s, const std::string& pa
     std::string re(pattern->as_string());
     auto e = regex_to_expr(re);
     if (!e.ok()) return fail(path, "pattern: " + e.error().message);
-    return quoted(json_string_escape(e.value()));
+    return quoted(raw ? std::move(e.value()) : json_string_escape(e.value()));
   }
   if (format) {
     if (!format->is_string()) return fail(path, "'format' must be a string");
@@ -571,13 +617,14 @@ Result<Expr> Compiler::compile_string(const JsonObject& s, const std::string& pa
     }
     if (hi >= 0 && hi < lo) return fail(path, "maxLength < minLength");
     if (lo > 10000 || hi > 10000) return fail(path, "minLength/maxLength above 10000");
+    const Expr one = raw ? raw_char() : one_char();
+    const Expr more = raw ? Expr::star(raw_char()) : Expr::ref(chars_rule());
     if (hi < 0)
       return quoted(
-          Expr::seq({Expr::repeat(one_char(), static_cast<int32_t>(lo), static_cast<int32_t>(lo)),
-                     Expr::ref(chars_rule())}));
-    return quoted(Expr::repeat(one_char(), static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
+          Expr::seq({Expr::repeat(one, static_cast<int32_t>(lo), static_cast<int32_t>(lo)), more}));
+    return quoted(Expr::repeat(one, static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
   }
-  return string_expr();
+  return raw ? Expr::star(raw_char()) : string_expr();
 }
 
 Result<Expr> Compiler::compile_number(const JsonObject& s, bool integer, const std::string& path) {
@@ -634,6 +681,24 @@ Result<std::unique_ptr<Grammar>> finish(std::unique_ptr<Grammar> g, uint32_t roo
 }
 
 }  // namespace
+
+class JsonSchemaBuilder::Impl : public Compiler {
+ public:
+  using Compiler::Compiler;
+};
+
+JsonSchemaBuilder::JsonSchemaBuilder(Grammar& g, const Json& root, bool exclude_dsml_bar)
+    : impl_(std::make_unique<Impl>(g, root, exclude_dsml_bar)) {}
+JsonSchemaBuilder::~JsonSchemaBuilder() = default;
+Result<Expr> JsonSchemaBuilder::json(const Json& schema, const std::string& path) {
+  return impl_->compile(schema, path, 0);
+}
+Result<std::optional<Expr>> JsonSchemaBuilder::raw_string(const Json& schema,
+                                                          const std::string& path) {
+  return impl_->raw_string(schema, path);
+}
+Expr JsonSchemaBuilder::any_value() { return impl_->any_value(); }
+Expr JsonSchemaBuilder::any_object() { return impl_->any_object(); }
 
 Result<std::unique_ptr<Grammar>> json_schema_grammar(const Json& schema, GrammarLimits limits) {
   auto g = std::make_unique<Grammar>(limits);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,28 @@ namespace deepinfer::engine::structured {
 // Bounded numbers are generated as integers in range and non-negative decimals i.f with
 // i and i+1 in range (a subset of the valid values).
 Result<std::unique_ptr<Grammar>> json_schema_grammar(const Json& schema, GrammarLimits limits = {});
+
+// Schema expressions inside a larger grammar (e.g. tool-call parameters): `root` is the
+// document $refs resolve against; it must outlive the builder. With exclude_dsml_bar, strings
+// never hold U+FF5C (the bar of the DSML marker, which in text could end a tool-call value).
+class JsonSchemaBuilder {
+ public:
+  JsonSchemaBuilder(Grammar& g, const Json& root, bool exclude_dsml_bar = false);
+  ~JsonSchemaBuilder();
+  JsonSchemaBuilder(const JsonSchemaBuilder&) = delete;
+  JsonSchemaBuilder& operator=(const JsonSchemaBuilder&) = delete;
+  // Compact JSON valid against `schema`; errors name the keyword and `path`.
+  Result<Expr> json(const Json& schema, const std::string& path);
+  // The raw characters of a schema that admits only strings (type string, string enum or
+  // const), with its pattern / format / length; nullopt for any other schema.
+  Result<std::optional<Expr>> raw_string(const Json& schema, const std::string& path);
+  Expr any_value();
+  Expr any_object();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Any JSON object (response_format json_object).
 Result<std::unique_ptr<Grammar>> json_object_grammar(GrammarLimits limits = {});

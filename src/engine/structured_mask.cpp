@@ -23,7 +23,18 @@ std::shared_ptr<const TokenTable> TokenTable::from_tokenizer(const tokenizer::To
   for (size_t i = 0; i < tokens.size(); ++i) {
     const auto id = static_cast<tokenizer::TokenId>(i);
     if (!tok.has_token(id) || tok.is_added(id) || tok.is_special(id)) continue;
-    tokens[i] = std::string(tok.token_bytes(id));
+    const std::string_view b = tok.token_bytes(id);
+    // Bytes F8..FF never occur in UTF-8 text; they stand for special tokens here.
+    if (std::any_of(b.begin(), b.end(), [](char c) { return static_cast<uint8_t>(c) >= 0xf8; }))
+      continue;
+    tokens[i] = std::string(b);
+  }
+  for (const auto& [spelling, byte] :
+       {std::pair<std::string_view, uint8_t>{kDsmlSpelling, kDsmlByte},
+        std::pair<std::string_view, uint8_t>{"</think>", kThinkEndByte}}) {
+    const int32_t id = tok.added_token_id(spelling);
+    if (id >= 0 && static_cast<size_t>(id) < tokens.size())
+      tokens[static_cast<size_t>(id)] = std::string(1, static_cast<char>(byte));
   }
   return from_bytes(tokens);
 }

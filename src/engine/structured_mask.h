@@ -29,10 +29,20 @@ inline bool mask_test(std::span<const uint64_t> m, int32_t t) {
   return (m[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1u;
 }
 
+// Special tokens a grammar can name by one byte that never occurs in UTF-8 text: the DSML
+// marker token (tool-call markup) and `</think>`. from_tokenizer maps them; vocabulary tokens
+// holding bytes F8..FF take no part.
+inline constexpr std::string_view kDsmlSpelling =
+    "\xef\xbd\x9c"
+    "DSML"
+    "\xef\xbd\x9c";
+inline constexpr uint8_t kDsmlByte = 0xf8;
+inline constexpr uint8_t kThinkEndByte = 0xf9;
+
 class TokenTable {
  public:
   // Every id with bytes that is not an added token takes part; added/special tokens never do
-  // (except the end tokens a matcher is given).
+  // (except the end tokens a matcher is given, and the two marker tokens above).
   static std::shared_ptr<const TokenTable> from_tokenizer(const tokenizer::Tokenizer& tok);
   // tokens[i] = bytes of id i; empty = no token.
   static std::shared_ptr<const TokenTable> from_bytes(const std::vector<std::string>& tokens);

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include "engine/structured_json_schema.h"
+#include "engine/structured_tool_calls.h"
 
 namespace deepinfer::engine::structured {
 namespace {
@@ -166,6 +167,12 @@ Result<std::unique_ptr<Grammar>> build_grammar(const ConstraintSpec& spec, Gramm
         choices.emplace_back(c.as_string());
       }
       g = choice_grammar(choices, limits);
+      break;
+    }
+    case Kind::kToolCalls: {
+      auto parsed = parse_json(spec.source);
+      if (!parsed.ok()) return field_error(spec.field, "is not valid JSON");
+      g = tool_call_grammar(parsed.value(), limits);
       break;
     }
     case Kind::kJsonSchema: {

@@ -22,10 +22,12 @@
 namespace deepinfer::engine::structured {
 
 struct ConstraintSpec {
-  enum class Kind { kJsonSchema, kJsonObject, kRegex, kGrammar, kChoice };
+  enum class Kind { kJsonSchema, kJsonObject, kRegex, kGrammar, kChoice, kToolCalls };
   Kind kind = Kind::kJsonObject;
-  std::string source;  // schema JSON text, regex, GBNF text, or the choices as a JSON array
-  std::string field;   // the request field it came from (for messages)
+  // Schema JSON text, regex, GBNF text, the choices as a JSON array, or the tool-call grammar
+  // spec as JSON text (engine/structured_tool_calls.h).
+  std::string source;
+  std::string field;  // the request field it came from (for messages)
 };
 
 // The constraint a request body asks for; nullopt when none. The error text is a 400 message
@@ -58,6 +60,16 @@ class GrammarCache {
   std::list<Entry> lru_;  // front = most recent
   std::unordered_map<uint64_t, std::list<Entry>::iterator> index_;
   size_t hits_ = 0, misses_ = 0;
+};
+
+// What a request carries into the engine (SamplingParams::structured): the compiled grammar,
+// the tokens that may end the output once the grammar is complete (the engine adds its EOS ids
+// and the request's stop ids), and the `</think>` id when the model thinks first (-1: the
+// grammar applies from the first generated token).
+struct StructuredOutput {
+  std::shared_ptr<const CompiledGrammar> grammar;
+  std::vector<int32_t> end_tokens;
+  int32_t think_end = -1;
 };
 
 // One request's constraint. think_end >= 0: unconstrained until that token was generated
