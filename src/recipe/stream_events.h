@@ -27,6 +27,14 @@ class EventSink {
   virtual void on_event(std::string_view name, std::string_view data) = 0;
 };
 
+// Chat: the `logprobs` value of each chunk, supplied by the caller (stream logprobs). Returns
+// the JSON text of the value, or "" for null; called once per chunk, in emission order.
+class ChunkLogprobsSource {
+ public:
+  virtual ~ChunkLogprobsSource() = default;
+  virtual std::string_view next_chunk_logprobs() = 0;
+};
+
 struct EventOptions {
   std::string id;                       // response id; item, call and tool-use ids derive from it
   std::string model;                    // public model name echoed in every response
@@ -36,7 +44,16 @@ struct EventOptions {
   bool include_usage = false;           // Chat: `"usage":null` on non-final chunks
   std::vector<std::string> custom_tool_names;  // Responses: calls emitted as custom_tool_call
   std::optional<std::string> signature;        // Messages thinking signature; default: id
+  // Chat, one stream carrying several choices (n > 1): this generator's `choices[].index`, and
+  // whether its finish chunk carries the usage object (false: `"usage":null` with
+  // include_usage, omitted otherwise; the caller sends one usage chunk for all choices).
+  int64_t choice_index = 0;
+  bool usage_on_finish = true;
+  ChunkLogprobsSource* chunk_logprobs = nullptr;  // Chat: null → every chunk has "logprobs":null
 };
+
+// The Chat usage object of api spec §6 (`{"prompt_tokens":…,"prompt_cache_miss_tokens":…}`).
+void append_chat_usage(std::string& out, const Usage& usage);
 
 // Mappings of the shared finish reason (api spec §6).
 std::string_view chat_finish_reason(FinishReason reason);

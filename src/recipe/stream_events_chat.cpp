@@ -20,6 +20,17 @@ std::string_view chat_finish_reason(FinishReason reason) {
   return "stop";
 }
 
+void append_chat_usage(std::string& out, const Usage& usage) {
+  JsonWriter w(out);
+  const int64_t p = usage.prompt_tokens;
+  const int64_t h = usage.prompt_cache_hit_tokens;
+  const int64_t c = usage.completion_tokens;
+  w.raw("{\"prompt_tokens\":").num(p).raw(",\"completion_tokens\":").num(c);
+  w.raw(",\"total_tokens\":").num(p + c).raw(",\"prompt_tokens_details\":{\"cached_tokens\":");
+  w.num(h).raw("},\"prompt_cache_hit_tokens\":").num(h);
+  w.raw(",\"prompt_cache_miss_tokens\":").num(p > h ? p - h : 0).raw("}");
+}
+
 ChatEventGenerator::ChatEventGenerator(EventOptions options, EventSink& sink)
     : options_(std::move(options)), sink_(sink) {
   render_prefix(nullptr);
@@ -31,28 +42,28 @@ void ChatEventGenerator::render_prefix(const std::optional<std::string>* fingerp
   w.raw("{\"id\":").str(options_.id).raw(",\"object\":\"chat.completion.chunk\",\"created\":");
   w.num(options_.created).raw(",\"model\":").str(options_.model);
   w.raw(",\"system_fingerprint\":").str_or_null(fingerprint);
-  w.raw(",\"choices\":[{\"index\":0,\"delta\":");
+  w.raw(",\"choices\":[{\"index\":").num(options_.choice_index).raw(",\"delta\":");
 }
 
 void ChatEventGenerator::emit(std::string_view delta, std::string_view finish_reason,
                               const Usage* usage) {
   buf_.assign(prefix_);
   JsonWriter w(buf_);
-  w.raw(delta).raw(",\"logprobs\":null,\"finish_reason\":");
+  w.raw(delta).raw(",\"logprobs\":");
+  const std::string_view logprobs =
+      options_.chunk_logprobs != nullptr ? options_.chunk_logprobs->next_chunk_logprobs() : "";
+  w.raw(logprobs.empty() ? std::string_view("null") : logprobs).raw(",\"finish_reason\":");
   if (finish_reason.empty()) {
     w.raw("null");
   } else {
     w.str(finish_reason);
   }
   w.raw("}]");
-  if (usage != nullptr) {
-    const int64_t p = prompt_usage_.prompt_tokens;
-    const int64_t h = prompt_usage_.prompt_cache_hit_tokens;
-    const int64_t c = usage->completion_tokens;
-    w.raw(",\"usage\":{\"prompt_tokens\":").num(p).raw(",\"completion_tokens\":").num(c);
-    w.raw(",\"total_tokens\":").num(p + c).raw(",\"prompt_tokens_details\":{\"cached_tokens\":");
-    w.num(h).raw("},\"prompt_cache_hit_tokens\":").num(h);
-    w.raw(",\"prompt_cache_miss_tokens\":").num(p > h ? p - h : 0).raw("}");
+  if (usage != nullptr && options_.usage_on_finish) {
+    Usage all = prompt_usage_;
+    all.completion_tokens = usage->completion_tokens;
+    w.raw(",\"usage\":");
+    append_chat_usage(buf_, all);
   } else if (options_.include_usage) {
     w.raw(",\"usage\":null");
   }

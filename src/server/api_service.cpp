@@ -6,6 +6,7 @@
 
 #include "common/json.h"
 #include "recipe/convert.h"
+#include "recipe/json_writer.h"
 #include "server/api_errors.h"
 #include "server/completions_api.h"
 #include "server/generation_session.h"
@@ -192,7 +193,6 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
   RequestLimits limits{options_.max_model_len, static_cast<int32_t>(tokenizer_->vocab_size())};
   auto sampling = sampling_from_request(body, conv, protocol, prompt_tokens, limits);
   if (!sampling.ok()) return fail(400, sampling.error().message);
-  if (n > 1 && conv.stream) return fail(400, "n > 1 is not supported with stream = true");
   if (!admit(protocol, responder)) return;
   metrics_.prompt_tokens_total += static_cast<uint64_t>(prompt_tokens);
 
@@ -210,19 +210,52 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
   if (sampling.value().params.logprobs) setup.logprobs = sampling.value().params.top_logprobs;
   setup.on_done = [this] { in_flight_.fetch_sub(1); };
   engine::EngineRequest engine_request{std::move(ids).value(), sampling.value().params};
-  if (n == 1) return launch(std::move(setup), responder, std::move(engine_request));
-  // n > 1: n independent requests (seeds seed, seed + 1, ...), one merged reply.
-  setup.on_done = {};
-  auto remaining = std::make_shared<std::atomic<int>>(n);
-  run_multi_choice(n, responder, [&](int index, ResponderPtr choice_responder) {
-    SessionSetup one = setup;
-    one.on_done = [this, remaining] {
-      if (remaining->fetch_sub(1) == 1) in_flight_.fetch_sub(1);
+  std::function<std::string(const recipe::Usage&)> usage_chunk;
+  if (conv.stream && conv.include_usage) {
+    usage_chunk = [events = setup.events](const recipe::Usage& total) {
+      std::string out;
+      recipe::JsonWriter w(out);
+      w.raw("{\"id\":").str(events.id).raw(",\"object\":\"chat.completion.chunk\",\"created\":");
+      w.num(events.created).raw(",\"model\":").str(events.model);
+      w.raw(",\"system_fingerprint\":null,\"choices\":[],\"usage\":");
+      recipe::append_chat_usage(out, total);
+      w.raw("}");
+      return out;
     };
-    engine::EngineRequest r = engine_request;
+  }
+  launch_choices(n, std::move(setup), std::move(responder), std::move(engine_request),
+                 std::move(usage_chunk));
+}
+
+void ApiService::launch_choices(int n, SessionSetup setup, ResponderPtr responder,
+                                engine::EngineRequest request,
+                                std::function<std::string(const recipe::Usage&)> usage_chunk) {
+  if (n == 1) return launch(std::move(setup), std::move(responder), std::move(request));
+  // n > 1: n independent requests (seeds seed, seed + 1, ...) behind one exchange; the
+  // admission slot is given back when the last one is done.
+  auto remaining = std::make_shared<std::atomic<int>>(n);
+  auto done = std::make_shared<std::function<void()>>(std::move(setup.on_done));
+  setup.on_done = [remaining, done] {
+    if (remaining->fetch_sub(1) == 1 && *done) (*done)();
+  };
+  auto start_one = [&](int index, ResponderPtr choice_responder, UsageCallback on_usage) {
+    SessionSetup one = setup;
+    if (one.stream) {
+      one.events.choice_index = index;
+      one.events.usage_on_finish = false;
+      one.write_done = false;
+      one.on_usage = std::move(on_usage);
+    }
+    engine::EngineRequest r = request;
     if (r.params.seed) *r.params.seed += static_cast<uint64_t>(index);
     launch(std::move(one), std::move(choice_responder), std::move(r));
-  });
+  };
+  if (setup.stream) {
+    run_multi_choice_stream(n, std::move(responder), std::move(usage_chunk), start_one);
+  } else {
+    run_multi_choice(n, std::move(responder),
+                     [&](int index, ResponderPtr r) { start_one(index, std::move(r), {}); });
+  }
 }
 
 }  // namespace deepinfer::server
@@ -283,7 +316,18 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
   };
   auto parsed = parse_body_object(request.body);
   if (!parsed.ok()) return fail(400, parsed.error().message);
-  const JsonObject& body = parsed.value().as_object();
+  JsonObject& body = parsed.value().as_object();
+  // `logprobs: N` (an integer here, unlike Chat's boolean) is read here, not by the Chat rules.
+  int logprobs = -1;
+  if (auto it = body.find("logprobs"); it != body.end()) {
+    const Json& v = it->value();
+    if (!v.is_null()) {
+      if (!v.is_int64() || v.get_int64() < 0 || v.get_int64() > engine::kMaxTopLogprobs)
+        return fail(400, "logprobs must be an integer in [0, 20]");
+      logprobs = static_cast<int>(v.get_int64());
+    }
+    body.erase(it);
+  }
   auto conv = legacy_request(body);
   if (!conv.ok()) return fail(400, conv.error().message);
   if (auto unknown = unknown_model_error(conv->model)) return fail(404, *unknown);
@@ -329,12 +373,32 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
   setup.events.model = conv->model.empty() ? options_.served_model_name : conv->model;
   setup.events.created = unix_now();
   setup.events.include_usage = conv->include_usage;
+  if (logprobs >= 0) {
+    sampling.value().params.logprobs = true;
+    sampling.value().params.top_logprobs = logprobs;
+    setup.logprobs = logprobs;
+    setup.logprobs_format = LogprobsFormat::Completions;
+  }
   const bool stream = conv->stream;
-  setup.make_generator = [options = setup.events, stream](recipe::EventSink& sink) {
-    return std::make_unique<CompletionEventGenerator>(options, stream, sink);
+  setup.make_generator = [stream](const recipe::EventOptions& events, recipe::EventSink& sink) {
+    return std::make_unique<CompletionEventGenerator>(events, stream, sink);
   };
   setup.on_done = [this] { in_flight_.fetch_sub(1); };
-  launch(std::move(setup), responder, engine::EngineRequest{std::move(ids), sampling.value().params});
+  std::function<std::string(const recipe::Usage&)> usage_chunk;
+  if (stream && conv->include_usage) {
+    usage_chunk = [events = setup.events](const recipe::Usage& total) {
+      std::string out;
+      recipe::JsonWriter w(out);
+      w.raw("{\"id\":").str(events.id).raw(",\"object\":\"text_completion\",\"created\":");
+      w.num(events.created).raw(",\"model\":").str(events.model).raw(",\"choices\":[],");
+      write_completion_usage(w, total);
+      w.raw("}");
+      return out;
+    };
+  }
+  launch_choices(sampling.value().n, std::move(setup), std::move(responder),
+                 engine::EngineRequest{std::move(ids), sampling.value().params},
+                 std::move(usage_chunk));
 }
 
 }  // namespace deepinfer::server

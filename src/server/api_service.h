@@ -49,6 +49,11 @@ class ApiService {
   std::optional<std::string> unknown_model_error(const std::string& model) const;
   // Creates, registers and starts one generation session.
   void launch(SessionSetup setup, ResponderPtr responder, engine::EngineRequest request);
+  // `n` choices of one request (n > 1: merged reply, or one shared stream ending with
+  // `usage_chunk(total)` when that is set).
+  void launch_choices(int n, SessionSetup setup, ResponderPtr responder,
+                      engine::EngineRequest request,
+                      std::function<std::string(const recipe::Usage&)> usage_chunk);
 
   ApiServiceOptions options_;
   const tokenizer::Tokenizer* tokenizer_ = nullptr;

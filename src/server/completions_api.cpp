@@ -8,6 +8,12 @@ std::string_view completion_finish_reason(recipe::FinishReason reason) {
   return reason == recipe::FinishReason::Length ? "length" : "stop";
 }
 
+void write_completion_usage(recipe::JsonWriter& w, const recipe::Usage& usage) {
+  w.raw("\"usage\":{\"prompt_tokens\":").num(usage.prompt_tokens);
+  w.raw(",\"completion_tokens\":").num(usage.completion_tokens);
+  w.raw(",\"total_tokens\":").num(usage.prompt_tokens + usage.completion_tokens).raw("}");
+}
+
 CompletionEventGenerator::CompletionEventGenerator(recipe::EventOptions options, bool stream,
                                                    recipe::EventSink& sink)
     : options_(std::move(options)), stream_(stream), sink_(sink) {
@@ -20,14 +26,18 @@ void CompletionEventGenerator::write_chunk(std::string_view text, std::string_vi
                                            const recipe::Usage* usage) {
   buf_.assign(prefix_);
   recipe::JsonWriter w(buf_);
-  w.str(text).raw(",\"index\":0,\"logprobs\":null,\"finish_reason\":");
-  if (finish_reason.empty()) w.raw("null");
-  else w.str(finish_reason);
+  w.str(text).raw(",\"index\":").num(options_.choice_index).raw(",\"logprobs\":");
+  const std::string_view logprobs =
+      options_.chunk_logprobs != nullptr ? options_.chunk_logprobs->next_chunk_logprobs() : "";
+  w.raw(logprobs.empty() ? std::string_view("null") : logprobs).raw(",\"finish_reason\":");
+  if (finish_reason.empty())
+    w.raw("null");
+  else
+    w.str(finish_reason);
   w.raw("}]");
-  if (usage) {
-    w.raw(",\"usage\":{\"prompt_tokens\":").num(usage->prompt_tokens);
-    w.raw(",\"completion_tokens\":").num(usage->completion_tokens);
-    w.raw(",\"total_tokens\":").num(usage->prompt_tokens + usage->completion_tokens).raw("}");
+  if (usage && options_.usage_on_finish) {
+    w.raw(",");
+    write_completion_usage(w, *usage);
   }
   w.raw("}");
   sink_.on_event("", buf_);
@@ -38,8 +48,10 @@ void CompletionEventGenerator::on_output(const recipe::OutputChunk& chunk) {
   switch (chunk.kind) {
     case Kind::Raw:
     case Kind::Reasoning:
-      if (stream_) write_chunk(chunk.text, {}, nullptr);
-      else text_ += chunk.text;
+      if (stream_)
+        write_chunk(chunk.text, {}, nullptr);
+      else
+        text_ += chunk.text;
       break;
     case Kind::Finish:
       write_chunk(stream_ ? std::string_view{} : std::string_view(text_),

@@ -16,16 +16,20 @@ GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokeni
       processor_(setup_.parsing),
       eos_token_id_(tokenizer.added_token_id("<｜end▁of▁sentence｜>")),
       started_at_(std::chrono::steady_clock::now()) {
+  usage_.prompt_tokens = setup_.prompt_tokens;
+  const bool chat = setup_.protocol == recipe::Protocol::ChatCompletions;
+  if (setup_.logprobs >= 0 && (chat || setup_.make_generator)) {
+    logprobs_ = std::make_unique<TokenLogprobs>(tokenizer, setup_.logprobs_format, setup_.logprobs);
+    // Streams write each chunk's tokens; a complete Chat response gets them all at the end.
+    if (setup_.stream || setup_.make_generator) setup_.events.chunk_logprobs = logprobs_.get();
+  }
   if (setup_.make_generator) {
-    generator_ = setup_.make_generator(*this);
+    generator_ = setup_.make_generator(setup_.events, *this);
   } else {
     if (!setup_.stream)
       complete_ = recipe::make_response_accumulator(setup_.protocol, setup_.events.id,
                                                     setup_.events.model, setup_.events.created);
     generator_ = recipe::make_event_generator(setup_.protocol, setup_.events, *this);
-    if (complete_ && setup_.logprobs >= 0 &&
-        setup_.protocol == recipe::Protocol::ChatCompletions)
-      logprobs_ = std::make_unique<LogprobsCollector>(tokenizer, setup_.logprobs);
   }
 }
 
@@ -35,9 +39,8 @@ bool GenerationSession::start(engine::EngineRequest request) {
   // the engine thread and must follow the headers.
   if (setup_.stream) responder_->open_stream(200, "text/event-stream");
   ++metrics_.requests_running;  // before the engine can finish it (close_exchange decrements)
-  auto submitted = engine_.submit(std::move(request), [self](const engine::RequestEvent& ev) {
-    self->on_engine_event(ev);
-  });
+  auto submitted = engine_.submit(
+      std::move(request), [self](const engine::RequestEvent& ev) { self->on_engine_event(ev); });
   if (!submitted.ok()) {
     --metrics_.requests_running;
     ++metrics_.requests_failed;
@@ -76,14 +79,15 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
     ready.kind = recipe::InferenceChunk::Kind::Ready;
     ready.prompt_tokens = setup_.prompt_tokens;
     ready.prompt_cache_hit_tokens = ev.usage.prompt_cache_hit_tokens;
+    usage_.prompt_cache_hit_tokens = ev.usage.prompt_cache_hit_tokens;
     processor_.process(ready, *generator_);
   }
   if (ev.ttft_seconds >= 0) metrics_.ttft_seconds.observe(ev.ttft_seconds);
   if (ev.tpot_seconds >= 0) metrics_.tpot_seconds.observe(ev.tpot_seconds);
   if (ev.has_token) {
     ++metrics_.completion_tokens_total;
-    const bool eos_like = ev.finish == engine::FinishReason::kStop &&
-                          ev.sample.token == eos_token_id_;
+    const bool eos_like =
+        ev.finish == engine::FinishReason::kStop && ev.sample.token == eos_token_id_;
     ++pending_tokens_;  // the EOS token counts as a completion token, like any other
     if (logprobs_ && !eos_like) logprobs_->add(ev.sample);
     if (!eos_like) {
@@ -106,7 +110,9 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
   }
   if (ev.finish != engine::FinishReason::kNone && !done_) {
     switch (ev.finish) {
-      case engine::FinishReason::kLength: finish(recipe::BackendFinish::Length); break;
+      case engine::FinishReason::kLength:
+        finish(recipe::BackendFinish::Length);
+        break;
       case engine::FinishReason::kError:
         if (!setup_.stream) {
           done_ = true;
@@ -118,7 +124,8 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
           finish(recipe::BackendFinish::Stop);
         }
         break;
-      default: finish(recipe::BackendFinish::Stop);
+      default:
+        finish(recipe::BackendFinish::Stop);
     }
   }
   flush_frames();
@@ -129,11 +136,12 @@ void GenerationSession::feed(std::string_view text, int64_t tokens) {
   chunk.kind = recipe::InferenceChunk::Kind::Text;
   chunk.content = text;
   chunk.content_tokens = tokens;
+  usage_.completion_tokens += tokens;
   if (!processor_.process(chunk, *generator_)) {
     // A stop sequence ended the answer: the rest of the generation is not needed.
     done_ = true;
     abort_engine();
-    if (setup_.stream && setup_.protocol == recipe::Protocol::ChatCompletions)
+    if (setup_.stream && setup_.protocol == recipe::Protocol::ChatCompletions && setup_.write_done)
       frames_ += "data: [DONE]\n\n";
   }
 }
@@ -145,7 +153,7 @@ void GenerationSession::finish(recipe::BackendFinish reason) {
   chunk.kind = recipe::InferenceChunk::Kind::Finish;
   chunk.finish = reason;
   processor_.process(chunk, *generator_);
-  if (setup_.stream && setup_.protocol == recipe::Protocol::ChatCompletions)
+  if (setup_.stream && setup_.protocol == recipe::Protocol::ChatCompletions && setup_.write_done)
     frames_ += "data: [DONE]\n\n";
 }
 
@@ -183,13 +191,16 @@ void GenerationSession::flush_frames() {
     closed_ = true;
     close_exchange();
     std::string body = complete_ ? complete_->response_text() : std::move(frames_);
-    if (logprobs_) {
-      // OpenAI shape: choices[0].logprobs = {"content":[…]}.
+    if (logprobs_ && complete_) {
+      // OpenAI shape: choices[0].logprobs = {"content":[…],"refusal":null}.
       auto v = parse_json(body);
-      if (v.ok() && v.value().is_object())
+      const std::string_view text = logprobs_->next_chunk_logprobs();
+      auto lp =
+          parse_json(text.empty() ? std::string_view(R"({"content":[],"refusal":null})") : text);
+      if (v.ok() && v.value().is_object() && lp.ok())
         if (auto* c = v.value().as_object().if_contains("choices"); c && c->is_array())
           if (!c->as_array().empty() && c->as_array()[0].is_object()) {
-            c->as_array()[0].as_object()["logprobs"] = logprobs_->to_json();
+            c->as_array()[0].as_object()["logprobs"] = std::move(lp).value();
             body = to_json(v.value());
           }
     }
@@ -201,6 +212,7 @@ void GenerationSession::flush_frames() {
 // Runs just before the final bytes go to the client, so that a client that sees its answer
 // also sees the request counted as finished (metrics, admission slot).
 void GenerationSession::close_exchange() {
+  if (setup_.on_usage) setup_.on_usage(usage_);
   --metrics_.requests_running;
   metrics_.e2e_seconds.observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count());

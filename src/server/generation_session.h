@@ -29,11 +29,22 @@ struct SessionSetup {
   recipe::EventOptions events;
   bool stream = false;
   int64_t prompt_tokens = 0;
-  // Chat logprobs (complete responses): -1 = not asked, else the top_logprobs count.
+  // Per-token logprobs: -1 = not asked, else the top_logprobs count; in the Chat or legacy
+  // Completions shape, on every stream chunk or on the complete response.
   int logprobs = -1;
+  LogprobsFormat logprobs_format = LogprobsFormat::Chat;
   // Builds the event generator; default: recipe::make_event_generator(protocol, ...). The legacy
-  // Completions API plugs its own generator in here.
-  std::function<std::unique_ptr<recipe::OutputSink>(recipe::EventSink&)> make_generator;
+  // Completions API plugs its own generator in here. `events` is this session's copy of
+  // `events` above, with chunk_logprobs set when logprobs are asked for on a stream.
+  std::function<std::unique_ptr<recipe::OutputSink>(const recipe::EventOptions& events,
+                                                    recipe::EventSink&)>
+      make_generator;
+  // Chat-framed streams end with `data: [DONE]`; false when one stream carries several sessions
+  // (n > 1) and the caller ends it.
+  bool write_done = true;
+  // Once, when the generation has ended (before the exchange closes): prompt and completion
+  // token counts, as on the finish event.
+  std::function<void(const recipe::Usage&)> on_usage;
   std::function<void()> on_done;  // once, when the exchange has been answered
 };
 
@@ -65,13 +76,14 @@ class GenerationSession final : public recipe::EventSink,
   ResponderPtr responder_;
   Metrics& metrics_;
   tokenizer::IncrementalDecoder decoder_;
-  std::string text_;           // the text completed by the current token
+  std::string text_;            // the text completed by the current token
   int64_t pending_tokens_ = 0;  // tokens whose text has not been fed yet
   recipe::StreamProcessor processor_;
   std::unique_ptr<recipe::ResponseAccumulator> complete_;
   std::unique_ptr<recipe::OutputSink> generator_;
-  std::unique_ptr<LogprobsCollector> logprobs_;
-  std::string frames_;         // SSE frames of the current engine event
+  std::unique_ptr<TokenLogprobs> logprobs_;
+  recipe::Usage usage_;  // prompt side from the first event; completion = tokens fed
+  std::string frames_;   // SSE frames of the current engine event
   std::atomic<uint64_t> handle_{0};
   std::atomic<bool> abort_wanted_{false};
   bool ready_sent_ = false;

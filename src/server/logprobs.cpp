@@ -1,7 +1,10 @@
 #include "server/logprobs.h"
 
 #include <algorithm>
-#include <string>
+#include <charconv>
+#include <cmath>
+
+#include "recipe/json_writer.h"
 
 namespace deepinfer::server {
 namespace {
@@ -25,9 +28,27 @@ size_t utf8_length(std::string_view s, size_t i) {
   return n;
 }
 
-std::string valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+// The shortest text that reads back as the same float; -9999.0 (OpenAI's floor) if not finite.
+void append_logprob(std::string& out, float value) {
+  if (!std::isfinite(value)) {
+    out += "-9999.0";
+    return;
+  }
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, r.ptr);
+}
+
+// Code points of `bytes` as UTF-8 text: the bytes that are not continuation bytes.
+int64_t code_points(std::string_view bytes) {
+  int64_t n = 0;
+  for (char c : bytes) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+void append_valid_utf8(std::string& out, std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     if (const size_t n = utf8_length(s, i)) {
       out.append(s.substr(i, n));
@@ -37,36 +58,109 @@ std::string valid_utf8(std::string_view s) {
       ++i;
     }
   }
-  return out;
 }
 
-}  // namespace
-
-Json LogprobsCollector::entry(int32_t token, float logprob) const {
-  const std::string_view raw = tokenizer_.token_bytes(token);
-  JsonObject e;
-  e["token"] = valid_utf8(raw);
-  e["logprob"] = static_cast<double>(logprob);
-  JsonArray bytes;
-  for (char c : raw) bytes.push_back(static_cast<int64_t>(static_cast<unsigned char>(c)));
-  e["bytes"] = std::move(bytes);
-  return e;
+TokenLogprobs::TokenLogprobs(const tokenizer::Tokenizer& tokenizer, LogprobsFormat format, int top)
+    : tokenizer_(tokenizer), format_(format), top_(std::max(0, top)) {
+  pending_.reserve(16);
+  key_store_.resize(static_cast<size_t>(engine::kMaxTopLogprobs) + 1);
 }
 
-Json LogprobsCollector::to_json() const {
-  JsonArray content;
-  content.reserve(samples_.size());
-  for (const auto& s : samples_) {
-    Json e = entry(s.token, s.logprob);
-    JsonArray top;
-    const int n = std::min(top_, s.num_top);
-    for (int k = 0; k < n; ++k) top.push_back(entry(s.top[k].token, s.top[k].logprob));
-    e.as_object()["top_logprobs"] = std::move(top);
-    content.push_back(std::move(e));
+std::string_view TokenLogprobs::next_chunk_logprobs() {
+  out_.clear();
+  if (pending_.empty()) return {};
+  if (format_ == LogprobsFormat::Chat) {
+    write_chat();
+  } else {
+    write_completions();
   }
-  JsonObject out;
-  out["content"] = std::move(content);
-  return out;
+  pending_.clear();
+  return out_;
+}
+
+void TokenLogprobs::write_chat_entry(int32_t token, float logprob) {
+  const std::string_view raw = tokenizer_.token_bytes(token);
+  token_text_.clear();
+  append_valid_utf8(token_text_, raw);
+  recipe::JsonWriter w(out_);
+  w.raw("{\"token\":").str(token_text_).raw(",\"logprob\":");
+  append_logprob(out_, logprob);
+  w.raw(",\"bytes\":[");
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (i > 0) out_ += ',';
+    w.num(static_cast<unsigned char>(raw[i]));
+  }
+  out_ += ']';
+}
+
+void TokenLogprobs::write_chat() {
+  out_ += "{\"content\":[";
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const auto& s = pending_[i];
+    if (i > 0) out_ += ',';
+    write_chat_entry(s.token, s.logprob);
+    out_ += ",\"top_logprobs\":[";
+    const int n = std::min(top_, s.num_top);
+    for (int k = 0; k < n; ++k) {
+      if (k > 0) out_ += ',';
+      write_chat_entry(s.top[static_cast<size_t>(k)].token, s.top[static_cast<size_t>(k)].logprob);
+      out_ += '}';
+    }
+    out_ += "]}";
+  }
+  out_ += "],\"refusal\":null}";
+}
+
+void TokenLogprobs::write_completions() {
+  recipe::JsonWriter w(out_);
+  out_ += "{\"text_offset\":[";
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (i > 0) out_ += ',';
+    w.num(text_offset_);
+    text_offset_ += code_points(tokenizer_.token_bytes(pending_[i].token));
+  }
+  out_ += "],\"token_logprobs\":[";
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (i > 0) out_ += ',';
+    append_logprob(out_, pending_[i].logprob);
+  }
+  out_ += "],\"tokens\":[";
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    if (i > 0) out_ += ',';
+    token_text_.clear();
+    append_valid_utf8(token_text_, tokenizer_.token_bytes(pending_[i].token));
+    w.str(token_text_);
+  }
+  out_ += "],\"top_logprobs\":[";
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const auto& s = pending_[i];
+    if (i > 0) out_ += ',';
+    out_ += '{';
+    // The top N by logprob, then the sampled token if it is not among them (up to N + 1
+    // entries, as OpenAI documents). Ids with the same text keep the first (likeliest) entry.
+    size_t keys = 0;
+    auto put = [&](int32_t token, float logprob) {
+      std::string& key = key_store_[keys];
+      key.clear();
+      append_valid_utf8(key, tokenizer_.token_bytes(token));
+      for (size_t k = 0; k < keys; ++k)
+        if (key_store_[k] == key) return;
+      if (keys > 0) out_ += ',';
+      ++keys;
+      w.str(key).raw(":");
+      append_logprob(out_, logprob);
+    };
+    bool sampled_seen = false;
+    const int n = std::min(top_, s.num_top);
+    for (int k = 0; k < n; ++k) {
+      const auto& t = s.top[static_cast<size_t>(k)];
+      sampled_seen |= t.token == s.token;
+      put(t.token, t.logprob);
+    }
+    if (!sampled_seen) put(s.token, s.logprob);
+    out_ += '}';
+  }
+  out_ += "]}";
 }
 
 }  // namespace deepinfer::server

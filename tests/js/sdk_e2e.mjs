@@ -75,8 +75,73 @@ async function messages() {
   }
 }
 
+// n > 1 on a stream: the SDK's stream helper accumulates each choice by its index (content,
+// tool calls, logprobs); the result must equal the non-stream reply with the same seed.
+async function chatChoices() {
+  const body = { model, messages: history.slice(0, 1), tools, n: 2, seed: 3, logprobs: true,
+    top_logprobs: 2 };
+  const full = await openai.chat.completions.create(body);
+  assert.equal(full.choices.length, 2);
+  const final = await openai.chat.completions
+    .stream({ ...body, stream_options: { include_usage: true } }).finalChatCompletion();
+  assert.equal(final.choices.length, 2);
+  for (const c of final.choices) {
+    const f = full.choices[c.index];
+    assert.equal(c.message.content, f.message.content);
+    assert.deepEqual(c.message.tool_calls.map((t) => t.function),
+      f.message.tool_calls.map((t) => t.function));
+    assert.equal(c.finish_reason, f.finish_reason);
+    assert.ok(f.logprobs.content.length > 0);
+    assert.deepEqual(c.logprobs.content, f.logprobs.content);
+  }
+  assert.equal(final.usage.completion_tokens, full.usage.completion_tokens);
+  // Raw chunks: each choice finishes once; the usage chunk comes last with no choices.
+  const stream = await openai.chat.completions.create({ ...body, stream: true,
+    stream_options: { include_usage: true } });
+  const finishes = [0, 0];
+  let last;
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) if (c.finish_reason) finishes[c.index] += 1;
+    last = chunk;
+  }
+  assert.deepEqual(finishes, [1, 1]);
+  assert.equal(last.choices.length, 0);
+  assert.equal(last.usage.completion_tokens, full.usage.completion_tokens);
+}
+
+// Legacy Completions with logprobs: N and n = 2, stream and not.
+async function legacy() {
+  const body = { model, prompt: "Once upon a time", max_tokens: 24, logprobs: 2, n: 2, seed: 5 };
+  const full = await openai.completions.create(body);
+  assert.equal(full.choices.length, 2);
+  const stream = await openai.completions.create({ ...body, stream: true,
+    stream_options: { include_usage: true } });
+  const text = ["", ""];
+  const tokens = [[], []];
+  const offsets = [[], []];
+  let usage;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      text[c.index] += c.text;
+      tokens[c.index].push(...(c.logprobs?.tokens ?? []));
+      offsets[c.index].push(...(c.logprobs?.text_offset ?? []));
+    }
+  }
+  for (const c of full.choices) {
+    assert.equal(text[c.index], c.text);
+    assert.equal(c.logprobs.tokens.length, 24);
+    assert.equal(c.logprobs.top_logprobs.length, 24);
+    assert.deepEqual(tokens[c.index], c.logprobs.tokens);
+    assert.deepEqual(offsets[c.index], c.logprobs.text_offset);
+  }
+  assert.equal(usage.completion_tokens, full.usage.completion_tokens);
+}
+
 try {
   await chat();
+  await chatChoices();
+  await legacy();
   await responses();
   await messages();
   console.log("sdk e2e: ok");

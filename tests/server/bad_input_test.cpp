@@ -340,10 +340,16 @@ TEST_F(BadInput, StopTokenIdsInvalid) {
   expect_openai_error(post(kChat, chat_body(R"("stop_token_ids":5)")), 400,
                       "invalid_request_error");
 }
-TEST_F(BadInput, NAboveOneWithStreamIsRefused) {
-  auto r = post(kChat, chat_body(R"("n":2,"stream":true)"));
+TEST_F(BadInput, NInvalidOnStreamsAndLegacyCompletions) {
+  auto r = post(kChat, chat_body(R"("n":17,"stream":true)"));
   expect_openai_error(r, 400, "invalid_request_error");
-  EXPECT_TRUE(message_mentions(r, "n > 1"));
+  EXPECT_TRUE(message_mentions(r, "n must be"));
+  expect_openai_error(post(kCompletions, completions_body(R"("n":0)")), 400,
+                      "invalid_request_error");
+  expect_openai_error(post(kCompletions, completions_body(R"("n":2.5,"stream":true)")), 400,
+                      "invalid_request_error");
+  expect_openai_error(post(kCompletions, completions_body(R"("logprobs":"3")")), 400,
+                      "invalid_request_error");
 }
 
 // --- routing ---------------------------------------------------------------------------------
