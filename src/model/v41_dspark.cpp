@@ -462,6 +462,7 @@ Result<DSparkWeights> load_dspark_weights(const Checkpoint& checkpoint, const DS
   if (embed.out != c.vocab_size || embed.in != d || head.out != c.vocab_size || head.in != d)
     rd.fail("dspark: the main embed/head views are not [vocab, dim]");
   if (!rd.ok()) return rd.error();
+  w.rope = stage_rope(c);
   return w;
 }
 
@@ -491,7 +492,7 @@ Status dspark_observe(const DSparkWeights& w, const DSparkConfig& c, DSparkState
                  std::to_string(state.next_position)};
   if (static_cast<int>(state.ring.size()) != c.n_stages) return Error{"dspark: state mismatch"};
   if (n <= 0) return Status::Ok();
-  const RopeTable rope = stage_rope(c);
+  const RopeTable& rope = w.rope;
   const int64_t hd = c.head_dim;
   // Only the last `window` positions can stay in the rings.
   const int64_t skip = std::max<int64_t>(0, n - c.window);
@@ -519,7 +520,7 @@ Status dspark_draft(const DSparkWeights& w, const DSparkConfig& c, DSparkState& 
       c.noise_token_id >= c.vocab_size)
     return Error{"dspark: token id outside the vocabulary"};
   if (Status st = dspark_observe(w, c, state, main_hidden, 1, pos, s, pool); !st.ok()) return st;
-  const RopeTable rope = stage_rope(c);
+  const RopeTable& rope = w.rope;
   const int64_t B = c.block_size, hc = c.hc_mult, d = c.dim, V = c.vocab_size;
   // The block [token, noise, …] embedded and copied into every stream.
   float* block = buf(s, kBlock, B * hc * d);

@@ -14,6 +14,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/weight_view.h"
 #include "common/result.h"
+#include "model/rope.h"
 #include "model/safetensors.h"
 #include "model/v41_config.h"
 
@@ -78,6 +79,7 @@ struct DSparkWeights {
   cpu::WeightView markov_head;    // [vocab, rank] (last stage)
   std::vector<float> confidence;  // [dim + rank] (last stage)
   cpu::WeightView embed, head;    // the main model's (tied)
+  RopeTable rope;                 // the stages' plain RoPE (rope_theta)
 };
 
 // Reads mtp.{s}.* (official state_dict names; tied mtp.{s}.embed / head absent). embed and head

@@ -6,12 +6,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "backend/cpu/quant_act.h"
+#include "common/io.h"
+#include "common/json.h"
 #include "fixture_util.h"
 #include "model/tensor_reader.h"
+#include "model/v41_model.h"
 
 namespace deepinfer::model {
 namespace {
@@ -162,6 +169,134 @@ TEST(DSpark, DraftIsTheFedTokenThenAGreedyMarkovChain) {
                                  bad, scratch, nullptr)
                    .ok());
 }
+
+// ---- against the official forward_spec --------------------------------------------------------
+
+struct Stats {
+  float median = 0, max = 0;
+  int n = 0;
+};
+
+Stats row_stats(const float* a, const float* b, int rows, int64_t width) {
+  std::vector<float> d;
+  for (int r = 0; r < rows; ++r)
+    d.push_back(testing::max_abs_diff(a + r * width, b + r * width, static_cast<size_t>(width)));
+  std::sort(d.begin(), d.end());
+  return {d[static_cast<size_t>((rows - 1) / 2)], d.back(), rows};
+}
+
+// Feeds a recorded chain: slot b picks ids[b + 1] (the reference's own pick).
+struct ForcedChain {
+  const int32_t* ids = nullptr;
+  int next = 0;
+};
+int32_t forced_pick(const float*, int64_t, void* user) {
+  auto* f = static_cast<ForcedChain*>(user);
+  return f->ids[++f->next];
+}
+
+// The fixture's greedy run: prompt prefill, then one token per step; after each step the
+// official code ran forward_spec(next token, stream means, pos) and recorded the draft. Here the
+// engine's forward exports the stream means and the drafts follow the same tokens. Logits and
+// confidences are compared with the reference's chain fed (a near-tie flip would change every
+// later slot's Markov bias), by the fixture's decode bar; our own greedy chain must equal the
+// reference's while its top-2 margin exceeds twice the decode noise.
+class DSparkFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DSparkFixture, DraftsMatchTheOfficialForwardSpec) {
+  const std::string dir = testing::fixture_dir(GetParam());
+  if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << dir << " not present";
+  auto model = v41::V41Model::load(dir, {.threads = 2});
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  v41::V41Model& m = *model.value();
+  auto ref = testing::Reference::open(dir);
+  ASSERT_TRUE(ref.ok());
+  auto meta_text = read_file(dir + "/meta.json");
+  ASSERT_TRUE(meta_text.ok());
+  auto meta = parse_json(meta_text.value());
+  ASSERT_TRUE(meta.ok());
+  const auto& tol = meta.value().at("suggested_tolerance");
+  const float bar_median = static_cast<float>(tol.at("decode_median").to_number<double>());
+  const float bar_max = static_cast<float>(tol.at("decode_max").to_number<double>());
+  const float noise_max = static_cast<float>(
+      meta.value().at("noise").at("alt2").at("decode").at("max").to_number<double>());
+  auto ckpt = Checkpoint::open(dir);
+  ASSERT_TRUE(ckpt.ok());
+  const v41::DSparkConfig dc = v41::dspark_config(m.config());
+  auto w = v41::load_dspark_weights(ckpt.value(), dc, m.weights().embed, m.weights().head);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+
+  const std::vector<int32_t> prompt = ref.i32("greedy_prompt"), out = ref.i32("greedy_out");
+  const std::vector<int32_t> positions = ref.i32("dspark_positions");
+  const std::vector<int32_t> ref_ids = ref.i32("dspark_draft_ids");
+  const std::vector<float> ref_logits = ref.f32("dspark_draft_logits");
+  const std::vector<float> ref_conf = ref.f32("dspark_confidence");
+  const int64_t P = static_cast<int64_t>(prompt.size()), B = dc.block_size, V = dc.vocab_size;
+  const int steps = static_cast<int>(positions.size());
+  ASSERT_EQ(steps, static_cast<int>(out.size()) - 1);
+  ASSERT_EQ(ref_ids.size(), static_cast<size_t>(steps * (B + 1)));
+  const int64_t width = dc.n_targets() * dc.dim;
+
+  v41::V41State st = m.new_state();
+  v41::DSparkState ds = v41::dspark_fresh_state(dc);
+  v41::DSparkScratch scratch;
+  std::vector<float> hidden(static_cast<size_t>(P * width)), logits(static_cast<size_t>(V));
+  const int64_t last = P - 1;
+  ASSERT_TRUE(
+      m.forward(st, prompt, std::span<const int64_t>(&last, 1), logits.data(), hidden.data()).ok());
+  ASSERT_TRUE(v41::dspark_observe(w.value(), dc, ds, hidden.data(), P, 0, scratch, nullptr).ok());
+
+  std::vector<float> got_logits(static_cast<size_t>(steps * B * V)), got_conf;
+  int ids_equal = 0, ids_checked = 0;
+  const int64_t zero = 0;
+  for (int i = 0; i < steps; ++i) {
+    const int64_t pos = P + i;
+    ASSERT_EQ(positions[static_cast<size_t>(i)], pos);
+    ASSERT_TRUE(m.forward(st, std::span<const int32_t>(&out[static_cast<size_t>(i)], 1),
+                          std::span<const int64_t>(&zero, 1), logits.data(), hidden.data())
+                    .ok());
+    const int32_t* r = ref_ids.data() + i * (B + 1);
+    v41::DSparkState own_state = ds;  // plain data: the same state for our own greedy chain
+    ForcedChain chain{r, 0};
+    v41::DSparkDraft d, own;
+    Status s =
+        v41::dspark_draft(w.value(), dc, ds, hidden.data(), pos, out[static_cast<size_t>(i + 1)], d,
+                          scratch, nullptr, forced_pick, &chain);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    ASSERT_TRUE(v41::dspark_draft(w.value(), dc, own_state, hidden.data(), pos,
+                                  out[static_cast<size_t>(i + 1)], own, scratch, nullptr)
+                    .ok());
+    std::copy(d.logits.begin(), d.logits.end(), got_logits.begin() + i * B * V);
+    got_conf.insert(got_conf.end(), d.confidence.begin(), d.confidence.end());
+    EXPECT_EQ(d.ids[0], r[0]);
+    for (int64_t b = 0; b < B; ++b) {
+      const float* lg = ref_logits.data() + (i * B + b) * V;
+      std::vector<float> sorted(lg, lg + V);
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+      if (sorted[0] - sorted[1] <= 2 * noise_max) break;  // later slots depend on this pick
+      ++ids_checked;
+      ids_equal += own.ids[static_cast<size_t>(b + 1)] == r[b + 1];
+    }
+  }
+  const int rows = steps * static_cast<int>(B);
+  const Stats ls = row_stats(got_logits.data(), ref_logits.data(), rows, V);
+  const Stats cs = row_stats(got_conf.data(), ref_conf.data(), rows, 1);
+  std::printf(
+      "  %s dspark logits: median %.4f max %.4f (bar %.4f / %.4f) over %d rows; "
+      "confidence median %.4f max %.4f; own greedy ids %d/%d\n",
+      GetParam(), ls.median, ls.max, bar_median, bar_max, ls.n, cs.median, cs.max, ids_equal,
+      ids_checked);
+  EXPECT_LE(ls.median, bar_median);
+  EXPECT_LE(ls.max, bar_max);
+  EXPECT_LE(cs.median, bar_median);
+  EXPECT_LE(cs.max, bar_max);
+  EXPECT_GT(ids_checked, steps / 2);
+  EXPECT_EQ(ids_equal, ids_checked);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, DSparkFixture,
+                         ::testing::Values("official_v41_c_bf16", "official_v41_c_fp8",
+                                           "official_v41_a", "official_v41_b"));
 
 }  // namespace
 }  // namespace deepinfer::model
