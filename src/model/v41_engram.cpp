@@ -181,7 +181,7 @@ std::string engram_normalize(std::string_view text) {
     if (!ws) t.push_back(c);
     in_run = ws;
   }
-  if (t == U" ") t = U"\uE000";
+  if (t.size() == 1 && t[0] == U' ') t[0] = 0xE000;  // the sentinel: a lone space survives
   size_t b = 0, e = t.size();
   while (b < e && u_isUWhiteSpace(static_cast<UChar32>(t[b]))) ++b;
   while (e > b && u_isUWhiteSpace(static_cast<UChar32>(t[e - 1]))) --e;
