@@ -1,6 +1,8 @@
 // The engine over the real V4 CPU model on the tiny HF fixture (tests/fixtures/hf_v4_a):
-// offline throughput vs batch size and prompt/output lengths, plus the V4-Flash KV bytes per
-// token per layer kind (as stored vs the §7.2 packed target), printed once as counters.
+// offline throughput vs batch size and prompt/output lengths (`batched` 0: sequences one by one,
+// as before the batched forward; `invariant` 0: one GEMM per weight for all rows instead of the
+// batch-invariant grouping), plus the V4-Flash KV
+// bytes per token per layer kind (fp32, packed, as laid out in blocks), printed once as counters.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -21,12 +23,14 @@ void BM_V4Offline(benchmark::State& state) {
   const auto batch = static_cast<int32_t>(state.range(0));
   const auto prompt_len = static_cast<int32_t>(state.range(1));
   const auto output_len = static_cast<int32_t>(state.range(2));
-  auto model = model::Model::load(kFixture, {static_cast<int>(state.range(3))});
+  auto model =
+      model::Model::load(kFixture, {static_cast<int>(state.range(3)), state.range(4) != 0});
   if (!model.ok()) {
     state.SkipWithError(model.error().message.c_str());
     return;
   }
   V4ModelRunner runner(*model.value());
+  runner.set_batched_forward(state.range(5) != 0);
   EngineConfig config;
   config.kv.block_size = 16;
   config.kv.num_blocks = 4096;
@@ -55,12 +59,21 @@ void BM_V4Offline(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(generated), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_V4Offline)
-    ->ArgNames({"batch", "prompt", "output", "threads"})
-    ->Args({1, 64, 32, 1})
-    ->Args({8, 64, 32, 1})
-    ->Args({32, 64, 32, 1})
-    ->Args({8, 512, 8, 1})
-    ->Args({8, 64, 32, 2})
+    ->ArgNames({"batch", "prompt", "output", "threads", "invariant", "batched"})
+    ->Args({1, 64, 32, 1, 1, 1})
+    ->Args({8, 64, 32, 1, 1, 1})
+    ->Args({32, 64, 32, 1, 1, 1})
+    ->Args({32, 64, 32, 1, 1, 0})
+    ->Args({32, 64, 32, 1, 0, 1})
+    ->Args({1, 4, 64, 1, 1, 1})
+    ->Args({32, 4, 64, 1, 1, 1})
+    ->Args({32, 4, 64, 1, 1, 0})
+    ->Args({32, 4, 64, 1, 0, 1})
+    ->Args({64, 4, 64, 1, 1, 1})
+    ->Args({64, 4, 64, 1, 1, 0})
+    ->Args({8, 512, 8, 1, 1, 1})
+    ->Args({8, 512, 8, 1, 1, 0})
+    ->Args({8, 64, 32, 2, 1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

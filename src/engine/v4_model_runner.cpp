@@ -117,10 +117,17 @@ Status V4ModelRunner::run_piece(model::SequenceState& state, std::span<const int
 
 Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<float> logits) {
   const int32_t vocab = vocab_size();
+  const size_t n = batch.size();
+  cursor_.resize(n);
+  logits_row_.resize(n);
+  last_row_.resize(n);
   size_t row = 0;
-  for (const RunnerSequence& seq : batch) {
+  for (size_t i = 0; i < n; ++i) {
+    const RunnerSequence& seq = batch[i];
     if (seq.slot < 0 || seq.slot >= static_cast<int32_t>(slots_.size()))
       return Error{"v4 runner: bad state slot " + std::to_string(seq.slot)};
+    for (size_t k = 0; k < i; ++k)
+      if (batch[k].slot == seq.slot) return Error{"v4 runner: a step names a slot twice"};
     model::SequenceState& state = slots_[seq.slot];
     if (seq.fresh) {
       if (seq.start == 0) {
@@ -143,22 +150,45 @@ Status V4ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<f
     const int32_t end = seq.start + static_cast<int32_t>(seq.tokens.size());
     if (static_cast<int64_t>(seq.block_table.size()) * block_size_ < end)
       return Error{"v4 runner: the block table does not cover the step"};
-    for (int32_t p = seq.start; p < end;) {
-      // Prompt positions run up to the next block boundary; generated ones one at a time.
+    cursor_[i] = seq.start;
+    logits_row_[i] = row;
+    if (seq.want_logits) ++row;
+  }
+  // Rounds: every sequence's next piece in one batched forward. Prompt positions run up to the
+  // next block boundary, generated ones one at a time, so each sequence's pieces (and its bits)
+  // are those it has alone.
+  for (;;) {
+    round_.clear();
+    round_seq_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const RunnerSequence& seq = batch[i];
+      const int32_t p = cursor_[i], end = seq.start + static_cast<int32_t>(seq.tokens.size());
+      if (p >= end) continue;
       int32_t piece_end = p + 1;
       if (p < seq.num_prompt)
         piece_end = std::min({end, seq.num_prompt, (p / block_size_ + 1) * block_size_});
-      const bool last = piece_end == end;
-      float* out = logits.data() + row * vocab;
-      if (Status s = run_piece(state, seq.tokens.subspan(p - seq.start, piece_end - p),
-                               last && seq.want_logits, out);
-          !s.ok())
-        return s;
-      if (!block_snapshots_.empty() && piece_end % block_size_ == 0)
-        block_snapshots_[seq.block_table[piece_end / block_size_ - 1]] = state;
-      p = piece_end;
+      const bool want = piece_end == end && seq.want_logits;
+      last_row_[i] = piece_end - p - 1;
+      round_.push_back(
+          {&slots_[seq.slot], seq.tokens.subspan(p - seq.start, piece_end - p),
+           want ? std::span<const int64_t>(&last_row_[i], 1) : std::span<const int64_t>(),
+           want ? logits.data() + logits_row_[i] * vocab : nullptr});
+      cursor_[i] = piece_end;
+      round_seq_.push_back(i);
     }
-    if (seq.want_logits) ++row;
+    if (round_.empty()) break;
+    if (batched_) {
+      if (Status s = model_.forward_batch(round_); !s.ok()) return s;
+    } else {
+      for (const model::BatchSequence& b : round_)
+        if (Status s = model_.forward_batch(std::span(&b, 1)); !s.ok()) return s;
+    }
+    if (block_snapshots_.empty()) continue;
+    for (size_t i : round_seq_) {
+      const int32_t p = cursor_[i];
+      if (p % block_size_ == 0)
+        block_snapshots_[batch[i].block_table[p / block_size_ - 1]] = slots_[batch[i].slot];
+    }
   }
   return Status::Ok();
 }

@@ -47,6 +47,10 @@ class V4ModelRunner : public ModelRunner {
   // Compressed-entry bytes one block of block_size positions takes in the arena (all layers).
   int64_t entry_bytes_per_block(int32_t block_size) const;
 
+  // On (default): each round of pieces runs as one model::Model::forward_batch. Off: the
+  // sequences run one after another (the same bits; for comparisons).
+  void set_batched_forward(bool on) { batched_ = on; }
+
  private:
   Status restore_by_replay(const RunnerSequence& seq, model::SequenceState& state);
   Status run_piece(model::SequenceState& state, std::span<const int32_t> ids, bool want_logits,
@@ -57,12 +61,19 @@ class V4ModelRunner : public ModelRunner {
   PrefixMode mode_;
   int32_t replay_tokens_;  // 0: sliding_window + the largest compress ratio
   bool pack_;
+  bool batched_ = true;
   int32_t block_size_ = 0;
   bool caching_ = false;
   std::vector<uint64_t> arena_;  // num_blocks · block bytes (8-byte aligned)
   model::SequenceState fresh_;   // position 0, stores paged into the arena
   std::vector<model::SequenceState> slots_;
   std::vector<model::SequenceState> block_snapshots_;  // by block id (exact mode)
+  // execute() scratch: per sequence its next position, logits row and last-row index; a round.
+  std::vector<int32_t> cursor_;
+  std::vector<size_t> logits_row_;
+  std::vector<int64_t> last_row_;
+  std::vector<model::BatchSequence> round_;
+  std::vector<size_t> round_seq_;
 };
 
 }  // namespace deepinfer::engine

@@ -34,19 +34,19 @@ enum : size_t {
 
 // Lightning Indexer picks for each chunk token (spec §6.5): sel[t·topk …] holds cnt[t] entry ids,
 // the top min(topk, visible) by score, lower id first among equal scores.
-void index_select(const ChunkContext& ctx, const BlockWeights& w, const BlockState& st,
-                  const float* x, const float* qr, int32_t* sel, int32_t* cnt) {
+void index_select(const ChunkContext& ctx, int layer, const BlockWeights& w, const float* x,
+                  const float* qr, int32_t* sel, int32_t* cnt) {
   const ModelConfig& c = ctx.config;
   const int64_t n = ctx.n;
   const int ih = c.index_n_heads, ihd = c.index_head_dim, topk = c.index_topk;
   const int pairs = std::min(c.rope_dim, ihd) / 2;
   float* q = ctx.ws.get(kIdxQ, static_cast<size_t>(n * ih * ihd));
   float* wt = ctx.ws.get(kIdxW, static_cast<size_t>(n * ih));
-  cpu::linear(qr, n, w.indexer.wq_b, q, ctx.pool);
-  cpu::linear(x, n, w.indexer.weights_proj, wt, ctx.pool);
+  linear_all(ctx, qr, w.indexer.wq_b, q);
+  linear_all(ctx, x, w.indexer.weights_proj, wt);
   float* cs = ctx.ws.get(kCs, static_cast<size_t>(2 * c.rope_dim));
   for (int64_t t = 0; t < n; ++t) {
-    rope_cos_sin(ctx.compress_rope, ctx.pos0 + t, pairs, cs, cs + pairs);
+    rope_cos_sin(ctx.compress_rope, ctx.row_pos[t], pairs, cs, cs + pairs);
     for (int h = 0; h < ih; ++h) {
       rope_rotate(q + (t * ih + h) * ihd + ihd - 2 * pairs, pairs, cs, cs + pairs, false);
     }
@@ -59,55 +59,56 @@ void index_select(const ChunkContext& ctx, const BlockWeights& w, const BlockSta
   if (fused) ctx.hooks.index_scores(wt, n * ih);  // weights_proj's bf16 output
   for (int64_t i = 0; i < n * ih; ++i) wt[i] *= wscale;
   if (ctx.hooks.index_scores) ctx.hooks.index_scores(wt, n * ih);
-  const int ratio = st.compressor.ratio;
-  const int64_t n_entries = st.compressed.count;
-  const int64_t per_token = std::max<int64_t>(1, n_entries * ih * ihd);
-  cpu::parallel_for(ctx.pool, n, std::max<int64_t>(1, (int64_t{1} << 16) / per_token),
-                    [&](int64_t t0, int64_t t1) {
-                      thread_local std::vector<float> score;
-                      thread_local std::vector<int32_t> order;
-                      thread_local std::vector<float> key_buf;
-                      key_buf.resize(static_cast<size_t>(ihd));
-                      for (int64_t t = t0; t < t1; ++t) {
-                        const int64_t p = ctx.pos0 + t;
-                        const int64_t vis = std::min<int64_t>((p + 1) / ratio, n_entries);
-                        score.resize(static_cast<size_t>(vis));
-                        for (int64_t j = 0; j < vis; ++j) {
-                          const float* k = st.index_keys.row(j, key_buf.data());
-                          if (fused) {
-                            score[static_cast<size_t>(j)] =
-                                ctx.hooks.index_score(q + t * ih * ihd, k, wt + t * ih, ih, ihd);
-                            continue;
-                          }
-                          float s = 0;
-                          for (int h = 0; h < ih; ++h) {
-                            const float d = cpu::dot(q + (t * ih + h) * ihd, k, ihd);
-                            s += (d > 0 ? d * sscale : 0.0f) * wt[t * ih + h];
-                          }
-                          score[static_cast<size_t>(j)] = s;
-                        }
-                        if (ctx.hooks.index_scores && vis)
-                          ctx.hooks.index_scores(score.data(), vis);
-                        const int64_t k = std::min<int64_t>(topk, vis);
-                        order.resize(static_cast<size_t>(vis));
-                        std::iota(order.begin(), order.end(), 0);
-                        auto better = [&](int32_t a, int32_t b) {
-                          const float sa = score[static_cast<size_t>(a)],
-                                      sb = score[static_cast<size_t>(b)];
-                          return sa > sb || (sa == sb && a < b);
-                        };
-                        if (k < vis)
-                          std::partial_sort(order.begin(), order.begin() + k, order.end(), better);
-                        std::copy(order.begin(), order.begin() + k, sel + t * topk);
-                        cnt[t] = static_cast<int32_t>(k);
-                      }
-                    });
+  const int ratio = c.ratio(layer);
+  int64_t max_entries = 1;
+  for (size_t si = 0; si < ctx.segs.size(); ++si)
+    max_entries = std::max(max_entries, ctx.block_state(si, layer).compressed.count);
+  const int64_t per_token = max_entries * ih * ihd;
+  cpu::parallel_for(
+      ctx.pool, n, std::max<int64_t>(1, (int64_t{1} << 16) / per_token),
+      [&](int64_t t0, int64_t t1) {
+        thread_local std::vector<float> score;
+        thread_local std::vector<int32_t> order;
+        thread_local std::vector<float> key_buf;
+        key_buf.resize(static_cast<size_t>(ihd));
+        for (int64_t t = t0; t < t1; ++t) {
+          const BlockState& st = ctx.block_state(static_cast<size_t>(ctx.row_seg[t]), layer);
+          const int64_t p = ctx.row_pos[t];
+          const int64_t vis = std::min<int64_t>((p + 1) / ratio, st.compressed.count);
+          score.resize(static_cast<size_t>(vis));
+          for (int64_t j = 0; j < vis; ++j) {
+            const float* k = st.index_keys.row(j, key_buf.data());
+            if (fused) {
+              score[static_cast<size_t>(j)] =
+                  ctx.hooks.index_score(q + t * ih * ihd, k, wt + t * ih, ih, ihd);
+              continue;
+            }
+            float s = 0;
+            for (int h = 0; h < ih; ++h) {
+              const float d = cpu::dot(q + (t * ih + h) * ihd, k, ihd);
+              s += (d > 0 ? d * sscale : 0.0f) * wt[t * ih + h];
+            }
+            score[static_cast<size_t>(j)] = s;
+          }
+          if (ctx.hooks.index_scores && vis) ctx.hooks.index_scores(score.data(), vis);
+          const int64_t k = std::min<int64_t>(topk, vis);
+          order.resize(static_cast<size_t>(vis));
+          std::iota(order.begin(), order.end(), 0);
+          auto better = [&](int32_t a, int32_t b) {
+            const float sa = score[static_cast<size_t>(a)], sb = score[static_cast<size_t>(b)];
+            return sa > sb || (sa == sb && a < b);
+          };
+          if (k < vis) std::partial_sort(order.begin(), order.begin() + k, order.end(), better);
+          std::copy(order.begin(), order.begin() + k, sel + t * topk);
+          cnt[t] = static_cast<int32_t>(k);
+        }
+      });
 }
 
 }  // namespace
 
-void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& w, BlockState& st,
-                        const float* x, float* y) {
+void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& w, const float* x,
+                        float* y) {
   const ModelConfig& c = ctx.config;
   const int64_t n = ctx.n;
   const int H = c.n_heads, D = c.head_dim, R = c.rope_dim, pairs = R / 2, Wn = c.sliding_window;
@@ -121,20 +122,20 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   float* q = ctx.ws.get(kQ, static_cast<size_t>(n * H * D));
   float* kv = ctx.ws.get(kKv, static_cast<size_t>(n * D));
   float* cs = ctx.ws.get(kCs, static_cast<size_t>(2 * R));
-  cpu::linear(x, n, w.wq_a, qa, ctx.pool);
+  linear_all(ctx, x, w.wq_a, qa);
   rms_norm_rows(qa, n, c.q_lora_rank, w.q_norm.data(), eps, qr);
   round_activation(ctx.hooks, qr, n * c.q_lora_rank);
-  cpu::linear(qr, n, w.wq_b, q, ctx.pool);
+  linear_all(ctx, qr, w.wq_b, q);
   if (ctx.hooks.q_head_norm) {
     for (int64_t t = 0; t < n; ++t) ctx.hooks.q_head_norm(q + t * H * D, H, D, eps);
   } else {
     rms_norm_rows(q, n * H, D, nullptr, eps, q);
   }
-  cpu::linear(x, n, w.wkv, kv, ctx.pool);
+  linear_all(ctx, x, w.wkv, kv);
   rms_norm_rows(kv, n, D, w.kv_norm.data(), eps, kv);
   round_activation(ctx.hooks, kv, n * D);  // official: the norm's bf16 output goes into RoPE
   for (int64_t t = 0; t < n; ++t) {
-    rope_cos_sin(rope, ctx.pos0 + t, pairs, cs, cs + pairs);
+    rope_cos_sin(rope, ctx.row_pos[t], pairs, cs, cs + pairs);
     for (int h = 0; h < H; ++h)
       rope_rotate(q + (t * H + h) * D + D - R, pairs, cs, cs + pairs, false);
     rope_rotate(kv + t * D + D - R, pairs, cs, cs + pairs, false);
@@ -143,10 +144,10 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
 
   // Compressed entries (all positions of the chunk first: an entry is visible to later queries).
   if (w.has_compressor) {
-    run_compressor(ctx, w.compressor, st.compressor, x, D, pairs, false, st.compressed, kCmp);
+    run_compressor(ctx, w.compressor, layer, false, D, pairs, x, kCmp);
     if (w.has_indexer) {
-      run_compressor(ctx, w.indexer.compressor, st.index_compressor, x, c.index_head_dim,
-                     std::min(R, c.index_head_dim) / 2, true, st.index_keys, kIdxCmp);
+      run_compressor(ctx, w.indexer.compressor, layer, true, c.index_head_dim,
+                     std::min(R, c.index_head_dim) / 2, x, kIdxCmp);
     }
   }
   int32_t* sel = nullptr;
@@ -154,19 +155,19 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   if (w.has_indexer) {
     sel = ctx.ws.get_i32(kSel, static_cast<size_t>(n * c.index_topk));
     cnt = ctx.ws.get_i32(kSel + 1, static_cast<size_t>(n));
-    index_select(ctx, w, st, x, qr, sel, cnt);
+    index_select(ctx, layer, w, x, qr, sel, cnt);
   }
 
   // Attention over window ∪ compressed picks, with the sink as an extra zero-valued logit.
   float* o = ctx.ws.get(kOut, static_cast<size_t>(n * H * D));
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const int64_t pos0 = ctx.pos0;
   // ≥ 64K multiply-adds per task (a key list is at most window + topk or all HCA entries).
-  const int64_t n_entries = st.compressed.count;
-  const int64_t keys_est = Wn + (ratio == 0 ? 0 : w.has_indexer ? c.index_topk : n_entries);
+  int64_t max_entries = 0;
+  for (size_t si = 0; si < ctx.segs.size(); ++si)
+    max_entries = std::max(max_entries, ctx.block_state(si, layer).compressed.count);
+  const int64_t keys_est = Wn + (ratio == 0 ? 0 : w.has_indexer ? c.index_topk : max_entries);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (2 * keys_est * D));
   // Packed entries are decoded once per (thread, token) and shared by that token's heads.
-  const bool packed = st.compressed.format != EntryFormat::F32;
   const uint64_t call = g_attention_calls.fetch_add(1, std::memory_order_relaxed);
   cpu::parallel_for(ctx.pool, n * H, grain, [&](int64_t i0, int64_t i1) {
     thread_local std::vector<const float*> keys;
@@ -174,17 +175,22 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
     thread_local uint64_t decoded_call = ~uint64_t{0};
     thread_local int64_t decoded_t = -1, n_window_cached = 0;
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / H, p = pos0 + t;
+      const int64_t t = i / H;
       const int h = static_cast<int>(i % H);
+      const Segment& seg = ctx.segs[static_cast<size_t>(ctx.row_seg[t])];
+      const BlockState& st = ctx.block_state(static_cast<size_t>(ctx.row_seg[t]), layer);
+      const int64_t p = ctx.row_pos[t], pos0 = seg.pos0;
+      const float* seg_kv = kv + seg.row0 * D;  // the segment's rows, position pos0 first
       if (keys.empty() || decoded_call != call || decoded_t != t) {
         keys.clear();
         for (int64_t qp = std::max<int64_t>(0, p - Wn + 1); qp <= p; ++qp) {
-          keys.push_back(qp >= pos0 ? kv + (qp - pos0) * D : st.ring.data() + (qp % Wn) * D);
+          keys.push_back(qp >= pos0 ? seg_kv + (qp - pos0) * D : st.ring.data() + (qp % Wn) * D);
         }
         const size_t n_win = keys.size();
         if (ratio > 0) {
+          const bool packed = st.compressed.format != EntryFormat::F32;
           const int64_t vis =
-              w.has_indexer ? cnt[t] : std::min<int64_t>((p + 1) / ratio, n_entries);
+              w.has_indexer ? cnt[t] : std::min<int64_t>((p + 1) / ratio, st.compressed.count);
           if (packed) decoded.resize(static_cast<size_t>(std::max<int64_t>(1, vis) * D));
           for (int64_t k = 0; k < vis; ++k) {
             const int64_t j = w.has_indexer ? int64_t{sel[t * c.index_topk + k]} : k;
@@ -198,7 +204,7 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
       const int64_t n_window = n_window_cached;
       const float* qh = q + (t * H + h) * D;
       if (ctx.hooks.attend) {  // the reference's window list: min(n, window) slots in a prefill
-        const int64_t slots = pos0 == 0 ? std::min<int64_t>(n, Wn) : Wn;
+        const int64_t slots = pos0 == 0 ? std::min<int64_t>(seg.n, Wn) : Wn;
         ctx.hooks.attend(qh, keys.data(), static_cast<int64_t>(keys.size()), n_window, slots,
                          w.attn_sink[static_cast<size_t>(h)], scale, D, o + (t * H + h) * D);
         continue;
@@ -225,7 +231,7 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
 
   // Inverse RoPE on the output, then the grouped output projection.
   for (int64_t t = 0; t < n; ++t) {
-    rope_cos_sin(rope, pos0 + t, pairs, cs, cs + pairs);
+    rope_cos_sin(rope, ctx.row_pos[t], pairs, cs, cs + pairs);
     for (int h = 0; h < H; ++h)
       rope_rotate(o + (t * H + h) * D + D - R, pairs, cs, cs + pairs, true);
   }
@@ -237,16 +243,20 @@ void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& 
   float* zg = ctx.ws.get(kZg, static_cast<size_t>(n * olr));
   for (int g = 0; g < G; ++g) {
     for (int64_t t = 0; t < n; ++t) std::copy_n(o + t * H * D + g * gw, gw, grp + t * gw);
-    cpu::linear(grp, n, w.wo_a.rows(int64_t{g} * olr, olr), zg, ctx.pool);
+    linear_all(ctx, grp, w.wo_a.rows(int64_t{g} * olr, olr), zg);
     for (int64_t t = 0; t < n; ++t)
       std::copy_n(zg + t * olr, olr, z + t * G * olr + int64_t{g} * olr);
   }
   round_activation(ctx.hooks, z, n * G * olr);
-  cpu::linear(z, n, w.wo_b, y, ctx.pool);
+  linear_all(ctx, z, w.wo_b, y);
 
-  // The window ring keeps the last `window` kv rows (written after every query of the chunk).
-  for (int64_t t = std::max<int64_t>(0, n - Wn); t < n; ++t) {
-    std::copy_n(kv + t * D, D, st.ring.data() + ((pos0 + t) % Wn) * D);
+  // Each window ring keeps the last `window` kv rows (written after every query of the step).
+  for (size_t si = 0; si < ctx.segs.size(); ++si) {
+    const Segment& seg = ctx.segs[si];
+    BlockState& st = ctx.block_state(si, layer);
+    for (int64_t t = std::max<int64_t>(0, seg.n - Wn); t < seg.n; ++t) {
+      std::copy_n(kv + (seg.row0 + t) * D, D, st.ring.data() + ((seg.pos0 + t) % Wn) * D);
+    }
   }
 }
 

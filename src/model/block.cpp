@@ -1,13 +1,39 @@
-// The per-chunk steps shared by the main stack and the MTP block: one block over the streams,
-// and the logits of the requested rows.
+// The per-step pieces shared by the main stack and the MTP block: one block over the streams,
+// the logits of the requested rows, and the batch-invariant linear over stacked segments.
 #include <algorithm>
 
 #include "model/forward.h"
 
 namespace deepinfer::model {
 
-void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bool hash,
-                   BlockState& st, float* X) {
+void linear_rows(const ChunkContext& ctx, const float* x, std::span<const int64_t> seg_rows,
+                 const cpu::WeightView& w, float* y) {
+  int64_t total = 0;
+  for (int64_t r : seg_rows) total += r;
+  if (!ctx.batch_invariant || seg_rows.size() <= 1) {
+    cpu::linear(x, total, w, y, ctx.pool);
+    return;
+  }
+  int64_t run0 = 0, run = 0, row = 0;  // pending run of small segments: rows [run0, run0 + run)
+  auto flush = [&] {
+    if (run > 0) cpu::linear(x + run0 * w.in, run, w, y + run0 * w.out, ctx.pool);
+    run = 0;
+  };
+  for (int64_t r : seg_rows) {
+    if (r > kGemvMaxRows) {
+      flush();
+      cpu::linear(x + row * w.in, r, w, y + row * w.out, ctx.pool);
+    } else if (r > 0) {
+      if (run + r > kGemvMaxRows) flush();
+      if (run == 0) run0 = row;
+      run += r;
+    }
+    row += r;
+  }
+  flush();
+}
+
+void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bool hash, float* X) {
   const ModelConfig& c = ctx.config;
   const int hc = c.hc_mult;
   const int64_t n = ctx.n, d = c.hidden_size;
@@ -20,7 +46,7 @@ void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bo
   hc_pre(ctx, w.hc_attn, X, post, comb, u);
   rms_norm_rows(u, n, d, w.attn_norm.data(), eps, xn);
   round_activation(ctx.hooks, xn, n * d);
-  attention_sublayer(ctx, layer, w, st, xn, y);
+  attention_sublayer(ctx, layer, w, xn, y);
   round_activation(ctx.hooks, y, n * d);
   hc_post(ctx, post, comb, y, X);
   hc_pre(ctx, w.hc_ffn, X, post, comb, u);
@@ -32,31 +58,27 @@ void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bo
 
 void chunk_logits(const ChunkContext& ctx, const HyperConnectionWeights& hc_head_w,
                   const std::vector<float>& norm, const cpu::WeightView& head, const float* X,
-                  int64_t start, std::span<const int64_t> logit_rows, float* logits) {
+                  std::span<const LogitRow> want) {
   const ModelConfig& c = ctx.config;
   const int hc = c.hc_mult;
-  const int64_t n = ctx.n, d = c.hidden_size, V = c.vocab_size;
-  int64_t rows = 0;
-  for (int64_t r : logit_rows) rows += (r >= start && r < start + n);
+  const int64_t d = c.hidden_size, V = c.vocab_size;
+  const auto rows = static_cast<int64_t>(want.size());
   if (rows == 0) return;
   float* Xr = ctx.ws.get(kWsMix + 1, static_cast<size_t>(rows * hc * d));
   float* h = ctx.ws.get(kWsMix + 2, static_cast<size_t>(rows * d));
   float* lg = ctx.ws.get(kWsMix + 3, static_cast<size_t>(rows * V));
-  int64_t k = 0;
-  for (int64_t r : logit_rows) {
-    if (r >= start && r < start + n)
-      std::copy_n(X + (r - start) * hc * d, hc * d, Xr + (k++) * hc * d);
+  std::vector<int64_t>& seg_rows = ctx.ws.seg_rows;
+  seg_rows.assign(ctx.segs.size(), 0);
+  for (int64_t k = 0; k < rows; ++k) {
+    const int64_t r = want[static_cast<size_t>(k)].row;
+    std::copy_n(X + r * hc * d, hc * d, Xr + k * hc * d);
+    ++seg_rows[static_cast<size_t>(ctx.row_seg[r])];
   }
-  hc_head(ctx, hc_head_w, Xr, rows, h);
+  hc_head(ctx, hc_head_w, Xr, rows, seg_rows, h);
   rms_norm_rows(h, rows, d, norm.data(), static_cast<float>(c.rms_eps), h);
   round_activation(ctx.hooks, h, rows * d);
-  cpu::linear(h, rows, head, lg, ctx.pool);
-  k = 0;
-  for (size_t i = 0; i < logit_rows.size(); ++i) {
-    const int64_t r = logit_rows[i];
-    if (r >= start && r < start + n)
-      std::copy_n(lg + (k++) * V, V, logits + static_cast<int64_t>(i) * V);
-  }
+  linear_rows(ctx, h, seg_rows, head, lg);
+  for (int64_t k = 0; k < rows; ++k) std::copy_n(lg + k * V, V, want[static_cast<size_t>(k)].out);
 }
 
 }  // namespace deepinfer::model

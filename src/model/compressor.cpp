@@ -73,29 +73,34 @@ bool push(CompressorState& s, int64_t p, const float* a, const float* g, const f
 
 }  // namespace
 
-void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, CompressorState& s,
-                    const float* x, int entry_dim, int rope_pairs, bool index_keys,
-                    EntryStore& entries, size_t ws_slot) {
-  const int64_t n = ctx.n, W = s.width;
+void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, int layer, bool index_keys,
+                    int entry_dim, int rope_pairs, const float* x, size_t ws_slot) {
+  const int64_t n = ctx.n, W = w.wkv.out;
   float* a = ctx.ws.get(ws_slot, static_cast<size_t>(n * W));
   float* g = ctx.ws.get(ws_slot + 1, static_cast<size_t>(n * W));
   float* cs = ctx.ws.get(ws_slot + 2, static_cast<size_t>(2 * rope_pairs + entry_dim));
-  cpu::linear(x, n, w.wkv, a, ctx.pool);
-  cpu::linear(x, n, w.wgate, g, ctx.pool);
+  linear_all(ctx, x, w.wkv, a);
+  linear_all(ctx, x, w.wgate, g);
   float* entry = cs + 2 * rope_pairs;
   const float eps = static_cast<float>(ctx.config.rms_eps);
-  for (int64_t t = 0; t < n; ++t) {
-    const int64_t p = ctx.pos0 + t;
-    if (!push(s, p, a + t * W, g + t * W, w.ape.data(), entry_dim, entry)) continue;
-    round_activation(ctx.hooks, entry, entry_dim);  // official: norm(kv.to(bf16)), bf16 out
-    rms_norm_rows(entry, 1, entry_dim, w.norm.data(), eps, entry);
-    round_activation(ctx.hooks, entry, entry_dim);
-    const int64_t j = p / s.ratio;
-    rope_cos_sin(ctx.compress_rope, j * s.ratio, rope_pairs, cs, cs + rope_pairs);
-    rope_rotate(entry + entry_dim - 2 * rope_pairs, rope_pairs, cs, cs + rope_pairs, false);
-    if (!index_keys && ctx.hooks.kv_rows) ctx.hooks.kv_rows(entry, 1, entry_dim, 2 * rope_pairs);
-    if (index_keys && ctx.hooks.indexer_rows) ctx.hooks.indexer_rows(entry, 1, entry_dim);
-    entries.append(entry);
+  for (size_t si = 0; si < ctx.segs.size(); ++si) {
+    const Segment& seg = ctx.segs[si];
+    BlockState& st = ctx.block_state(si, layer);
+    CompressorState& s = index_keys ? st.index_compressor : st.compressor;
+    EntryStore& entries = index_keys ? st.index_keys : st.compressed;
+    for (int64_t t = seg.row0; t < seg.row0 + seg.n; ++t) {
+      const int64_t p = seg.pos0 + (t - seg.row0);
+      if (!push(s, p, a + t * W, g + t * W, w.ape.data(), entry_dim, entry)) continue;
+      round_activation(ctx.hooks, entry, entry_dim);  // official: norm(kv.to(bf16)), bf16 out
+      rms_norm_rows(entry, 1, entry_dim, w.norm.data(), eps, entry);
+      round_activation(ctx.hooks, entry, entry_dim);
+      const int64_t j = p / s.ratio;
+      rope_cos_sin(ctx.compress_rope, j * s.ratio, rope_pairs, cs, cs + rope_pairs);
+      rope_rotate(entry + entry_dim - 2 * rope_pairs, rope_pairs, cs, cs + rope_pairs, false);
+      if (!index_keys && ctx.hooks.kv_rows) ctx.hooks.kv_rows(entry, 1, entry_dim, 2 * rope_pairs);
+      if (index_keys && ctx.hooks.indexer_rows) ctx.hooks.indexer_rows(entry, 1, entry_dim);
+      entries.append(entry);
+    }
   }
 }
 

@@ -12,11 +12,12 @@ namespace deepinfer::model {
 // Resets a compressor state for a fresh sequence.
 void init_compressor(CompressorState& s, int ratio, int entry_dim, bool overlap);
 
-// Runs the compressor over the chunk (x [n, d]); every entry that closes is normalised,
-// RoPE'd at its first position (last rope_pairs·2 dims, compress table), given the numerics
-// hook of its kind (kv_rows, or indexer_rows for index keys) and appended to `entries`.
-void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, CompressorState& s,
-                    const float* x, int entry_dim, int rope_pairs, bool index_keys,
-                    EntryStore& entries, size_t ws_slot);
+// Runs the compressor of block `layer` (index_keys: the indexer's) over the step's rows x [n, d]:
+// the projections for all rows at once, then each segment's streaming state in order; every
+// entry that closes is normalised, RoPE'd at its first position (last rope_pairs·2 dims,
+// compress table), given the numerics hook of its kind (kv_rows, or indexer_rows for index keys)
+// and appended to that segment's store.
+void run_compressor(const ChunkContext& ctx, const CompressorWeights& w, int layer, bool index_keys,
+                    int entry_dim, int rope_pairs, const float* x, size_t ws_slot);
 
 }  // namespace deepinfer::model

@@ -1,7 +1,8 @@
-// Internal to the model module: the pieces of one forward pass over a chunk of n tokens. Each
-// sublayer reads its normalised input x [n, d] and writes its output y [n, d]; the chunk starts
-// at absolute position pos0. Buffers come from the Workspace, so steady decoding allocates
-// nothing.
+// Internal to the model module: the pieces of one forward pass over a step of n rows, the chunks
+// of one or more sequences stacked (segments). Each sublayer reads its normalised input x [n, d]
+// and writes its output y [n, d]: row-wise work and the weight GEMMs run over all rows at once,
+// the attention state work per segment. Buffers come from the Workspace, so steady decoding
+// allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,28 @@
 
 namespace deepinfer::model {
 
+// One sequence's chunk inside the step: rows [row0, row0 + n) at positions [pos0, pos0 + n).
+struct Segment {
+  SequenceState* state = nullptr;
+  int64_t row0 = 0, n = 0, pos0 = 0;
+};
+
+// One requested logits row: step row `row` of X, written to `out` (vocab floats).
+struct LogitRow {
+  int64_t row = 0;
+  float* out = nullptr;
+};
+
 // Growable scratch buffers; get(i, n) returns buffer i with at least n floats.
 struct Workspace {
   std::vector<std::vector<float>> f32;
   std::vector<std::vector<int32_t>> i32;
+  std::vector<int64_t> seg_rows;  // per-segment row counts of a gathered linear (moe, logits)
+  // The step being run (driver): its segments, their row counts, stacked ids, logits rows.
+  std::vector<Segment> segs;
+  std::vector<int64_t> step_rows;
+  std::vector<int32_t> step_ids;
+  std::vector<LogitRow> logit_rows;
   float* get(size_t i, size_t n) {
     if (f32.size() <= i) f32.resize(i + 1);
     if (f32[i].size() < n) f32[i].resize(n);
@@ -41,9 +60,32 @@ struct ChunkContext {
   const RopeTable& main_rope;
   const RopeTable& compress_rope;
   const int32_t* ids;  // [n]
-  int64_t n;
-  int64_t pos0;
+  int64_t n;           // rows of the step (all segments)
+  std::span<const Segment> segs;
+  std::span<const int64_t> seg_rows;  // segs[i].n
+  const int32_t* row_seg;             // [n] segment of each row
+  const int32_t* row_pos;             // [n] absolute position of each row
+  bool batch_invariant = true;
+
+  BlockState& block_state(size_t seg, int layer) const {
+    return segs[seg].state->blocks[static_cast<size_t>(layer)];
+  }
 };
+
+// Rows per call below which cpu::linear runs its GEMV kernels, whose per-row reduction order does
+// not depend on the row count (from 12 rows on it switches to an sgemm path; backend/cpu).
+inline constexpr int64_t kGemvMaxRows = 11;
+
+// y = x · Wᵀ over rows stacked by segment (seg_rows[i] rows each). Batch-invariant mode: a
+// segment of more than kGemvMaxRows rows runs alone (the path its rows take when the sequence
+// runs alone), the smaller ones are packed into GEMV calls of at most kGemvMaxRows rows, so every
+// row's result is bitwise independent of the rest of the batch. Otherwise one call for all rows.
+void linear_rows(const ChunkContext& ctx, const float* x, std::span<const int64_t> seg_rows,
+                 const cpu::WeightView& w, float* y);
+inline void linear_all(const ChunkContext& ctx, const float* x, const cpu::WeightView& w,
+                       float* y) {
+  linear_rows(ctx, x, ctx.seg_rows, w, y);
+}
 
 // y[r] = x[r] · rsqrt(mean(x[r]²) + eps) · w   (w may be null: unweighted)
 void rms_norm_rows(const float* x, int64_t rows, int64_t dim, const float* w, float eps, float* y);
@@ -54,13 +96,13 @@ void hc_pre(const ChunkContext& ctx, const HyperConnectionWeights& w, const floa
             float* comb, float* u);
 void hc_post(const ChunkContext& ctx, const float* post, const float* comb, const float* y,
              float* X);
-// Final collapse (spec §6.9): h [rows, d] from X rows.
+// Final collapse (spec §6.9): h [rows, d] from X rows (seg_rows of them per segment).
 void hc_head(const ChunkContext& ctx, const HyperConnectionWeights& w, const float* X, int64_t rows,
-             float* h);
+             std::span<const int64_t> seg_rows, float* h);
 
-// Attention sublayer of block `layer` (spec §6.3–6.7).
-void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& w, BlockState& st,
-                        const float* x, float* y);
+// Attention sublayer of block `layer` (spec §6.3–6.7) on each segment's block state.
+void attention_sublayer(const ChunkContext& ctx, int layer, const BlockWeights& w, const float* x,
+                        float* y);
 
 // MoE sublayer (spec §6.8).
 void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, const float* x,
@@ -68,15 +110,13 @@ void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, con
 
 // One block on the streams X [n, hc, d], in place: mHC around the attention sublayer, then
 // around the MoE sublayer (spec §6.2–6.8). Scratch: kWsU..kWsComb.
-void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bool hash,
-                   BlockState& st, float* X);
+void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bool hash, float* X);
 
-// Logits of the `logit_rows` that fall in the chunk [start, start+n) from its streams X: hc_head,
-// final norm, LM head (spec §6.9). Row i of logit_rows goes to logits + i·vocab. Scratch:
-// kWsMix+1..kWsMix+3.
+// Logits of the requested rows (ascending rows, grouped by segment) from the streams X: hc_head,
+// final norm, LM head (spec §6.9). Scratch: kWsMix+1..kWsMix+3.
 void chunk_logits(const ChunkContext& ctx, const HyperConnectionWeights& hc_head_w,
                   const std::vector<float>& norm, const cpu::WeightView& head, const float* X,
-                  int64_t start, std::span<const int64_t> logit_rows, float* logits);
+                  std::span<const LogitRow> rows);
 
 // Workspace slots (each user owns its slot numbers).
 enum WsSlot : size_t {
@@ -89,6 +129,7 @@ enum WsSlot : size_t {
   kWsMix,        // driver + hc
   kWsAttn = 16,  // attention: 16..39
   kWsMoe = 40,   // moe: 40..55
+  kWsRows = 60,  // i32: row_seg, row_pos (driver)
 };
 
 }  // namespace deepinfer::model

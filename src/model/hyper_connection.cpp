@@ -32,7 +32,7 @@ void hc_pre(const ChunkContext& ctx, const HyperConnectionWeights& w, const floa
   const int hc = c.hc_mult, mix = c.hc_mix();
   const int64_t d = c.hidden_size, width = hc * d, n = ctx.n;
   float* m = ctx.ws.get(kWsMix, static_cast<size_t>(n * mix));
-  cpu::linear(X, n, w.fn, m, ctx.pool);
+  linear_all(ctx, X, w.fn, m);
   const float eps = static_cast<float>(c.hc_eps);
   for (int64_t t = 0; t < n; ++t) {
     const float* xt = X + t * width;
@@ -109,12 +109,12 @@ void hc_post(const ChunkContext& ctx, const float* post, const float* comb, cons
 }
 
 void hc_head(const ChunkContext& ctx, const HyperConnectionWeights& w, const float* X, int64_t rows,
-             float* h) {
+             std::span<const int64_t> seg_rows, float* h) {
   const ModelConfig& c = ctx.config;
   const int hc = c.hc_mult;
   const int64_t d = c.hidden_size, width = hc * d;
   float* m = ctx.ws.get(kWsMix, static_cast<size_t>(rows * hc));
-  cpu::linear(X, rows, w.fn, m, ctx.pool);
+  linear_rows(ctx, X, seg_rows, w.fn, m);
   for (int64_t t = 0; t < rows; ++t) {
     const float* xt = X + t * width;
     const float rs = 1.0f / std::sqrt(cpu::dot(xt, xt, width) / static_cast<float>(width) +

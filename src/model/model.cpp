@@ -34,6 +34,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& dir, const ModelOp
   m->compress_rope_ = make_rope_table(m->config_.compress_rope, m->config_.rope_dim);
   m->pool_ = std::make_unique<cpu::ThreadPool>(std::max(1, options.threads));
   m->ws_ = std::make_unique<Workspace>();
+  m->batch_invariant_ = options.batch_invariant;
   return m;
 }
 
@@ -79,32 +80,78 @@ SequenceState Model::new_state(bool pack_entries) const {
 
 Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
                       std::span<const int64_t> logit_rows, float* logits, float* streams) {
+  const BatchSequence one{&state, ids, logit_rows, logits};
+  return run_batch(std::span(&one, 1), streams);
+}
+
+Status Model::forward_batch(std::span<const BatchSequence> batch) {
+  return run_batch(batch, nullptr);
+}
+
+Status Model::run_batch(std::span<const BatchSequence> batch, float* streams) {
   const ModelConfig& c = config_;
-  const int64_t total = static_cast<int64_t>(ids.size());
-  if (state.blocks.size() != static_cast<size_t>(c.num_layers)) {
-    return Error{"sequence state does not belong to this model"};
-  }
-  for (int32_t id : ids) {
-    if (id < 0 || id >= c.vocab_size) {
-      return Error{"token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                   std::to_string(c.vocab_size) + ")"};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const BatchSequence& b = batch[i];
+    if (!b.state || b.state->blocks.size() != static_cast<size_t>(c.num_layers))
+      return Error{"sequence state does not belong to this model"};
+    for (size_t k = 0; k < i; ++k)
+      if (batch[k].state == b.state) return Error{"a batch names the same sequence state twice"};
+    for (int32_t id : b.ids) {
+      if (id < 0 || id >= c.vocab_size) {
+        return Error{"token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                     std::to_string(c.vocab_size) + ")"};
+      }
+    }
+    const auto total = static_cast<int64_t>(b.ids.size());
+    for (int64_t r : b.logit_rows) {
+      if (r < 0 || r >= total) {
+        return Error{"logit row " + std::to_string(r) + " outside the " + std::to_string(total) +
+                     " input tokens"};
+      }
     }
   }
-  for (int64_t r : logit_rows) {
-    if (r < 0 || r >= total) {
-      return Error{"logit row " + std::to_string(r) + " outside the " + std::to_string(total) +
-                   " input tokens"};
-    }
-  }
+  if (streams && batch.size() != 1) return Error{"streams are written for a batch of one only"};
   const NumericsHooks& hooks = numerics_hooks(c.numerics);
   Workspace& ws = *ws_;
   const int hc = c.hc_mult;
-  const int64_t d = c.hidden_size;
-  for (int64_t start = 0; start < total; start += kMaxChunk) {
-    const int64_t n = std::min(kMaxChunk, total - start);
+  const int64_t d = c.hidden_size, V = c.vocab_size;
+  // Rounds: each takes the next piece of at most kMaxChunk tokens of every unfinished sequence.
+  for (int64_t start = 0;; start += kMaxChunk) {
+    ws.segs.clear();
+    ws.step_rows.clear();
+    ws.step_ids.clear();
+    ws.logit_rows.clear();
+    for (const BatchSequence& b : batch) {
+      const auto total = static_cast<int64_t>(b.ids.size());
+      if (start >= total) continue;
+      const int64_t n = std::min(kMaxChunk, total - start);
+      const auto row0 = static_cast<int64_t>(ws.step_ids.size());
+      ws.segs.push_back({b.state, row0, n, b.state->position});
+      ws.step_rows.push_back(n);
+      ws.step_ids.insert(ws.step_ids.end(), b.ids.begin() + start, b.ids.begin() + start + n);
+      for (size_t k = 0; k < b.logit_rows.size(); ++k) {
+        const int64_t r = b.logit_rows[k];
+        if (r >= start && r < start + n)
+          ws.logit_rows.push_back({row0 + r - start, b.logits + static_cast<int64_t>(k) * V});
+      }
+    }
+    if (ws.segs.empty()) break;
+    const auto n = static_cast<int64_t>(ws.step_ids.size());
+    int32_t* row_seg = ws.get_i32(kWsRows, static_cast<size_t>(n));
+    int32_t* row_pos = ws.get_i32(kWsRows + 1, static_cast<size_t>(n));
+    for (size_t si = 0; si < ws.segs.size(); ++si) {
+      const Segment& sg = ws.segs[si];
+      for (int64_t t = 0; t < sg.n; ++t) {
+        row_seg[sg.row0 + t] = static_cast<int32_t>(si);
+        row_pos[sg.row0 + t] = static_cast<int32_t>(sg.pos0 + t);
+      }
+    }
+    // The logits rows ascend within each segment and the segments follow each other.
+    std::stable_sort(ws.logit_rows.begin(), ws.logit_rows.end(),
+                     [](const LogitRow& a, const LogitRow& b) { return a.row < b.row; });
     ChunkContext ctx{
-        c, hooks,         pool_.get(), ws, main_rope_, compress_rope_, ids.data() + start,
-        n, state.position};
+        c, hooks,   pool_.get(),  ws,      main_rope_, compress_rope_,  ws.step_ids.data(),
+        n, ws.segs, ws.step_rows, row_seg, row_pos,    batch_invariant_};
     float* X = ws.get(kWsX, static_cast<size_t>(n * hc * d));
     for (int64_t t = 0; t < n; ++t) {
       float* xt = X + t * hc * d;
@@ -114,11 +161,11 @@ Status Model::forward(SequenceState& state, std::span<const int32_t> ids,
     round_activation(hooks, X, n * hc * d);
     for (int i = 0; i < c.num_layers; ++i) {
       const size_t li = static_cast<size_t>(i);
-      block_forward(ctx, i, weights_.blocks[li], c.hash_routed[li], state.blocks[li], X);
+      block_forward(ctx, i, weights_.blocks[li], c.hash_routed[li], X);
     }
-    state.position += n;
-    if (streams) std::copy_n(X, n * hc * d, streams + start * hc * d);
-    chunk_logits(ctx, weights_.hc_head, weights_.norm, weights_.head, X, start, logit_rows, logits);
+    for (const Segment& sg : ws.segs) sg.state->position += sg.n;
+    if (streams) std::copy_n(X, n * hc * d, streams + start * hc * d);  // batch of one
+    chunk_logits(ctx, weights_.hc_head, weights_.norm, weights_.head, X, ws.logit_rows);
   }
   return Status::Ok();
 }

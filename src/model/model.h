@@ -22,6 +22,18 @@ namespace deepinfer::model {
 
 struct ModelOptions {
   int threads = 1;
+  // forward_batch keeps every row's result bitwise independent of the rest of the batch (small
+  // segments share GEMV calls, long ones run alone); false: one GEMM per weight for all rows.
+  bool batch_invariant = true;
+};
+
+// One sequence of a batched step: ids at positions state->position, …; logits of chunk rows
+// logit_rows[k] go to logits[k·vocab …).
+struct BatchSequence {
+  SequenceState* state = nullptr;
+  std::span<const int32_t> ids;
+  std::span<const int64_t> logit_rows;
+  float* logits = nullptr;
 };
 
 struct Workspace;
@@ -49,6 +61,11 @@ class Model {
   Status forward(SequenceState& state, std::span<const int32_t> ids,
                  std::span<const int64_t> logit_rows, float* logits, float* streams = nullptr);
 
+  // One step for several sequences (distinct states): their tokens are stacked, so every weight
+  // GEMM runs once for all of them, while attention, compressors and windows work per sequence.
+  // Each sequence's logits equal those of forward() on it alone (bitwise with batch_invariant).
+  Status forward_batch(std::span<const BatchSequence> batch);
+
   // MTP (next-n) block 0 (spec §6.10), when the checkpoint has mtp.* tensors. Chunk row t takes
   // the main model's final streams at position state.position + t (from forward's `streams`) and
   // the token at the next position, and gives the logits of the token after that. A separate
@@ -62,6 +79,7 @@ class Model {
  private:
   Model() = default;
   friend struct ForwardPass;
+  Status run_batch(std::span<const BatchSequence> batch, float* streams);
 
   ModelConfig config_;
   Checkpoint checkpoint_;
@@ -69,6 +87,7 @@ class Model {
   RopeTable main_rope_, compress_rope_;
   std::unique_ptr<cpu::ThreadPool> pool_;
   std::unique_ptr<Workspace> ws_;
+  bool batch_invariant_ = true;
 };
 
 }  // namespace deepinfer::model

@@ -33,13 +33,15 @@ float score_of(const std::string& fn, float z) {
 // y[m, d] = w2 · (silu(min(w1·x, L)) ⊙ clamp(w3·x, −L, L)) for m rows of x. With row_w, row r's
 // SwiGLU product is scaled by row_w[r] before w2 (the official order: its bf16 rounding and FP8
 // quantization see the weighted product).
-void expert(const ChunkContext& ctx, const ExpertWeights& e, const float* x, int64_t m, float* y,
-            size_t slot, const float* row_w = nullptr) {
+// seg_rows: how many of the m rows belong to each segment (the batch-invariant linear's groups).
+void expert(const ChunkContext& ctx, const ExpertWeights& e, const float* x, int64_t m,
+            std::span<const int64_t> seg_rows, float* y, size_t slot,
+            const float* row_w = nullptr) {
   const int64_t inter = e.w1.out;
   float* h1 = ctx.ws.get(slot, static_cast<size_t>(m * inter));
   float* h3 = ctx.ws.get(slot + 1, static_cast<size_t>(m * inter));
-  cpu::linear(x, m, e.w1, h1, ctx.pool);
-  cpu::linear(x, m, e.w3, h3, ctx.pool);
+  linear_rows(ctx, x, seg_rows, e.w1, h1);
+  linear_rows(ctx, x, seg_rows, e.w3, h3);
   const float L = static_cast<float>(ctx.config.swiglu_limit);
   const bool clamp = L > 0;
   for (int64_t i = 0; i < m * inter; ++i) {
@@ -52,7 +54,7 @@ void expert(const ChunkContext& ctx, const ExpertWeights& e, const float* x, int
     if (row_w) h1[i] *= row_w[i / inter];
   }
   round_activation(ctx.hooks, h1, m * inter);
-  cpu::linear(h1, m, e.w2, y, ctx.pool);
+  linear_rows(ctx, h1, seg_rows, e.w2, y);
 }
 
 }  // namespace
@@ -63,7 +65,7 @@ void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, con
   const int64_t n = ctx.n, d = c.hidden_size;
   const int E = c.n_routed_experts, K = c.experts_per_token;
   float* logits = ctx.ws.get(kLogits, static_cast<size_t>(n * E));
-  cpu::linear(x, n, w.gate, logits, ctx.pool);
+  linear_all(ctx, x, w.gate, logits);
   int32_t* idx = ctx.ws.get_i32(kIdx, static_cast<size_t>(n * K));
   float* wts = ctx.ws.get(kRows, static_cast<size_t>(n * K));
   int32_t* order_buf = ctx.ws.get_i32(kOrder, static_cast<size_t>(E));
@@ -98,7 +100,7 @@ void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, con
   }
 
   // Shared expert over all rows, then each routed expert over the rows routed to it.
-  expert(ctx, w.shared, x, n, y, kShared);
+  expert(ctx, w.shared, x, n, ctx.seg_rows, y, kShared);
   float* rows = ctx.ws.get(kOutE, static_cast<size_t>(n * d));
   float* out = ctx.ws.get(kOutS, static_cast<size_t>(n * d));
   int32_t* tok = ctx.ws.get_i32(kTok, static_cast<size_t>(n));
@@ -106,13 +108,16 @@ void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, con
   const bool official = c.numerics == Numerics::Official;
   float* row_w = ctx.ws.get(kRowW, static_cast<size_t>(n * K));
   std::fill(acc, acc + n * d, 0.0f);
+  std::vector<int64_t>& seg_rows = ctx.ws.seg_rows;
   for (int e = 0; e < E; ++e) {
     int64_t m = 0;
+    seg_rows.assign(ctx.segs.size(), 0);
     for (int64_t t = 0; t < n; ++t) {
       for (int k = 0; k < K; ++k) {
         if (idx[t * K + k] == e) {
           tok[m] = static_cast<int32_t>(t * K + k);
           std::copy_n(x + t * d, d, rows + m * d);
+          ++seg_rows[static_cast<size_t>(ctx.row_seg[t])];
           ++m;
         }
       }
@@ -121,7 +126,7 @@ void moe_sublayer(const ChunkContext& ctx, const BlockWeights& w, bool hash, con
     if (official) {
       for (int64_t r = 0; r < m; ++r) row_w[r] = wts[tok[r]];
     }
-    expert(ctx, w.experts[static_cast<size_t>(e)], rows, m, out, kRouted,
+    expert(ctx, w.experts[static_cast<size_t>(e)], rows, m, seg_rows, out, kRouted,
            official ? row_w : nullptr);
     for (int64_t r = 0; r < m; ++r) {
       const int64_t t = tok[r] / K;

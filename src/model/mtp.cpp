@@ -50,9 +50,17 @@ Status Model::forward_mtp(SequenceState& state, std::span<const float> streams,
   constexpr int64_t kChunk = 512;
   for (int64_t start = 0; start < total; start += kChunk) {
     const int64_t n = std::min(kChunk, total - start);
+    ws.segs.assign(1, Segment{&state, 0, n, state.position});
+    ws.step_rows.assign(1, n);
+    int32_t* row_seg = ws.get_i32(kWsRows, static_cast<size_t>(n));
+    int32_t* row_pos = ws.get_i32(kWsRows + 1, static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) {
+      row_seg[t] = 0;
+      row_pos[t] = static_cast<int32_t>(state.position + t);
+    }
     ChunkContext ctx{
-        mc, hooks,         pool_.get(), ws, main_rope_, compress_rope_, next_ids.data() + start,
-        n,  state.position};
+        mc, hooks,   pool_.get(),  ws,      main_rope_, compress_rope_,  next_ids.data() + start,
+        n,  ws.segs, ws.step_rows, row_seg, row_pos,    batch_invariant_};
     float* X = ws.get(kWsX, static_cast<size_t>(n * hc * d));
     float* e = ws.get(kWsMix + 4, static_cast<size_t>(n * d));
     float* ep = ws.get(kWsMix + 5, static_cast<size_t>(n * d));
@@ -63,8 +71,8 @@ Status Model::forward_mtp(SequenceState& state, std::span<const float> streams,
     round_activation(hooks, e, n * d);
     rms_norm_rows(streams.data() + start * hc * d, n * hc, d, mw.hnorm.data(), eps, hs);
     round_activation(hooks, hs, n * hc * d);
-    cpu::linear(e, n, mw.e_proj, ep, ctx.pool);
-    cpu::linear(hs, n * hc, mw.h_proj, hp, ctx.pool);
+    linear_all(ctx, e, mw.e_proj, ep);
+    cpu::linear(hs, n * hc, mw.h_proj, hp, ctx.pool);  // one sequence: the same call as before
     for (int64_t t = 0; t < n; ++t) {
       for (int j = 0; j < hc; ++j) {
         const float* a = ep + t * d;
@@ -74,9 +82,17 @@ Status Model::forward_mtp(SequenceState& state, std::span<const float> streams,
       }
     }
     round_activation(hooks, X, n * hc * d);
-    block_forward(ctx, 0, bw, false, state.blocks[0], X);
+    block_forward(ctx, 0, bw, false, X);
     state.position += n;
-    chunk_logits(ctx, mw.hc_head, mw.norm, weights_.head, X, start, logit_rows, logits);
+    ws.logit_rows.clear();
+    for (size_t k = 0; k < logit_rows.size(); ++k) {
+      const int64_t r = logit_rows[k];
+      if (r >= start && r < start + n)
+        ws.logit_rows.push_back({r - start, logits + static_cast<int64_t>(k) * c.vocab_size});
+    }
+    std::stable_sort(ws.logit_rows.begin(), ws.logit_rows.end(),
+                     [](const LogitRow& a, const LogitRow& b) { return a.row < b.row; });
+    chunk_logits(ctx, mw.hc_head, mw.norm, weights_.head, X, ws.logit_rows);
   }
   return Status::Ok();
 }
