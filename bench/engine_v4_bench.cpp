@@ -5,6 +5,8 @@
 // bytes per token per layer kind (fp32, packed, as laid out in blocks), printed once as counters.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +76,74 @@ BENCHMARK(BM_V4Offline)
     ->Args({8, 512, 8, 1, 1, 1})
     ->Args({8, 512, 8, 1, 1, 0})
     ->Args({8, 64, 32, 2, 1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Batch 1 overhead: the same greedy generation through the engine (async loop + worker thread,
+// or the loop thread executing itself) and through the model alone (forward + argmax, no engine).
+void BM_V4BatchOne(benchmark::State& state) {
+  const auto prompt_len = static_cast<int32_t>(state.range(0));
+  const auto output_len = static_cast<int32_t>(state.range(1));
+  const int mode = static_cast<int>(state.range(2));  // 0 model alone, 1 engine sync, 2 async
+  auto model = model::Model::load(kFixture, {1});
+  if (!model.ok()) {
+    state.SkipWithError(model.error().message.c_str());
+    return;
+  }
+  model::Model& m = *model.value();
+  std::vector<int32_t> prompt;
+  for (int32_t k = 0; k < prompt_len; ++k) prompt.push_back(3 + (k * 11) % 1270);
+  int64_t generated = 0;
+  const std::clock_t cpu0 = std::clock();  // process CPU time: every thread's share of the work
+  if (mode == 0) {
+    std::vector<float> logits(static_cast<size_t>(m.config().vocab_size));
+    for (auto _ : state) {
+      model::SequenceState st = m.new_state();
+      const int64_t last = prompt_len - 1, zero = 0;
+      (void)m.forward(st, prompt, std::span(&last, 1), logits.data());
+      for (int32_t i = 0; i < output_len; ++i) {
+        const auto tok =
+            static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        ++generated;
+        if (i + 1 < output_len)
+          (void)m.forward(st, std::span(&tok, 1), std::span(&zero, 1), logits.data());
+      }
+    }
+  } else {
+    V4ModelRunner runner(m);
+    EngineConfig config;
+    config.kv.block_size = 16;
+    config.kv.num_blocks = 256;
+    config.kv.prefix_caching = false;
+    config.async_scheduling = mode == 2;
+    auto engine = Engine::create(config, runner);
+    if (!engine.ok()) {
+      state.SkipWithError(engine.error().message.c_str());
+      return;
+    }
+    for (auto _ : state) {
+      EngineRequest r;
+      r.prompt = prompt;
+      r.params.max_tokens = output_len;
+      r.params.ignore_eos = true;
+      r.params.temperature = 0.0f;
+      for (const BatchResult& res : generate_batch(*engine.value(), {r}))
+        generated += static_cast<int64_t>(res.ids.size());
+    }
+  }
+  const double cpu_s = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(generated), benchmark::Counter::kIsRate);
+  state.counters["tokens_per_cpu_s"] = static_cast<double>(generated) / std::max(1e-9, cpu_s);
+}
+BENCHMARK(BM_V4BatchOne)
+    ->ArgNames({"prompt", "output", "mode"})
+    ->Args({4, 64, 0})
+    ->Args({4, 64, 1})
+    ->Args({4, 64, 2})
+    ->Args({64, 32, 0})
+    ->Args({64, 32, 1})
+    ->Args({64, 32, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
