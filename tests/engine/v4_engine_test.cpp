@@ -145,6 +145,31 @@ TEST_F(V4Engine, PrefixHitEqualsColdRunBitwise) {
   expect_same(run(off, {reqs[1]})[0], warm, "prefix hit");
 }
 
+// Shared blocks are never written: B hits A's first blocks and then completes compressed entries
+// (CSA and the ratio-128 HCA entry 0) past the hit; C, which hits the same blocks again after B,
+// must still equal its cold run.
+TEST_F(V4Engine, SharedBlocksStayIntactAfterOtherRequestsExtendThem) {
+  auto reqs = requests(3, 15, 10, 8);
+  std::vector<int32_t> shared;
+  for (int i = 0; i < 40; ++i) shared.push_back(100 + 7 * i);
+  reqs[0].prompt.insert(reqs[0].prompt.begin(), shared.begin(), shared.end());
+  reqs[1].prompt = shared;
+  for (int i = 0; i < 130; ++i) reqs[1].prompt.push_back(200 + (13 * i) % 1000);
+  reqs[2].prompt = reqs[0].prompt;
+  reqs[2].params = reqs[0].params;
+  V4ModelRunner runner(*model_);
+  auto engine = Engine::create(config(), runner);
+  ASSERT_TRUE(engine.ok());
+  generate_batch(*engine.value(), {reqs[0]});
+  const BatchResult b = generate_batch(*engine.value(), {reqs[1]})[0];
+  EXPECT_EQ(b.usage.prompt_cache_hit_tokens, 32);
+  const BatchResult c = generate_batch(*engine.value(), {reqs[2]})[0];
+  EXPECT_GE(c.usage.prompt_cache_hit_tokens, 32);
+  EngineConfig off = config();
+  off.kv.prefix_caching = false;
+  expect_same(run(off, {reqs[2]})[0], c, "hit after another request extended the shared blocks");
+}
+
 TEST_F(V4Engine, PreemptionAndResumeEqualUninterruptedBitwise) {
   const auto reqs = requests(6, 13, 40, 30);
   EngineConfig tight = config();
