@@ -3,6 +3,7 @@
 //   generate: {"ids":[...] | "prompt":"text", "max_tokens":N, "temperature":T, "seed":S}
 //             → {"ids":[new ids], "text":"..."}  (greedy at T = 0; incremental decoding)
 // Errors print {"error":{"type","message"}} on stdout and exit with status 1.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -14,10 +15,14 @@
 
 #include "cli/cmd_engine.h"
 #include "cli/command.h"
+#include "cli/model_v41_cli.h"
 #include "common/io.h"
 #include "common/json.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
+#ifdef DEEPINFER_HAVE_CUDA
+#include "backend/cuda/cuda_model.h"
+#endif
 
 namespace {
 
@@ -63,6 +68,50 @@ std::unique_ptr<deepinfer::model::Model> load_model(const std::string& dir, int 
   return std::move(m.value());
 }
 
+// The forward on the chosen device (--device cpu|cuda; default cuda when the build has CUDA and a
+// GPU answers): the CPU model's state, or slot 0 of the CUDA model built from its weights.
+bool cuda_selected(const std::string& device) {
+#ifdef DEEPINFER_HAVE_CUDA
+  if (device == "cuda") return true;
+  return device.empty() && deepinfer::cuda::device_available();
+#else
+  if (device == "cuda") fail("invalid_request_error", "this build has no CUDA backend");
+  return false;
+#endif
+}
+
+struct DeviceForward {
+  deepinfer::model::Model* cpu = nullptr;
+  deepinfer::model::SequenceState state;
+#ifdef DEEPINFER_HAVE_CUDA
+  std::unique_ptr<deepinfer::cuda::CudaModel> gpu;
+#endif
+  deepinfer::Status run(std::span<const int32_t> ids, std::span<const int64_t> rows, float* out) {
+#ifdef DEEPINFER_HAVE_CUDA
+    if (gpu) return gpu->prefill(0, ids, rows, out);
+#endif
+    return cpu->forward(state, ids, rows, out);
+  }
+};
+
+DeviceForward make_forward(deepinfer::model::Model& m, const std::string& device,
+                           int64_t max_context) {
+  DeviceForward f;
+  f.cpu = &m;
+  if (!cuda_selected(device)) {
+    f.state = m.new_state();
+    return f;
+  }
+#ifdef DEEPINFER_HAVE_CUDA
+  deepinfer::cuda::CudaModelOptions o;
+  o.max_context = std::max<int64_t>(max_context, 1);
+  auto g = deepinfer::cuda::CudaModel::from_model(m, o);
+  if (!g) fail("model_error", g.error().message);
+  f.gpu = std::move(g.value());
+#endif
+  return f;
+}
+
 // Shortest text that reads back as the same float.
 void append_float(std::string& out, float v) {
   if (!std::isfinite(v)) {
@@ -74,8 +123,10 @@ void append_float(std::string& out, float v) {
   out.append(buf, r.ptr);
 }
 
-void run_score(const std::string& dir, int threads) {
+void run_score(const std::string& dir, int threads, const std::string& device) {
   JsonObject req = read_request();
+  if (deepinfer::cli::is_v41_model_dir(dir))
+    return deepinfer::cli::run_v41_score(dir, threads, req);
   auto it = req.find("ids");
   if (it == req.end()) fail("invalid_request_error", "score needs \"ids\"");
   const std::vector<int32_t> ids = read_ids(it->value(), "ids");
@@ -99,8 +150,8 @@ void run_score(const std::string& dir, int threads) {
   auto model = load_model(dir, threads);
   const int V = model->config().vocab_size;
   std::vector<float> logits(rows.size() * static_cast<size_t>(V));
-  auto state = model->new_state();
-  if (auto s = model->forward(state, ids, rows, logits.data()); !s) {
+  DeviceForward fwd = make_forward(*model, device, static_cast<int64_t>(ids.size()));
+  if (auto s = fwd.run(ids, rows, logits.data()); !s) {
     fail("invalid_request_error", s.error().message);
   }
   std::string out = "{\"logits\":[";
@@ -164,8 +215,10 @@ int sample(const float* logits, int V, double temperature, std::mt19937_64& rng)
   return best;
 }
 
-void run_generate(const std::string& dir, int threads) {
+void run_generate(const std::string& dir, int threads, const std::string& device) {
   JsonObject req = read_request();
+  if (deepinfer::cli::is_v41_model_dir(dir))
+    return deepinfer::cli::run_v41_generate(dir, threads, req);
   std::vector<int32_t> ids;
   bool bos = false;  // prompt text: prepend BOS when tokenizer_config.json says so
   auto tok = load_tokenizer(dir, false);
@@ -191,13 +244,13 @@ void run_generate(const std::string& dir, int threads) {
   if (ids.empty()) fail("invalid_request_error", "the prompt is empty");
   const int V = cfg.vocab_size;
   std::vector<float> logits(static_cast<size_t>(V));
-  auto state = model->new_state();
+  DeviceForward fwd =
+      make_forward(*model, device, static_cast<int64_t>(ids.size() + max_tokens) + 1);
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::vector<int32_t> out;
   const int64_t last = static_cast<int64_t>(ids.size()) - 1;
   if (max_tokens >= 1) {
-    if (auto s = model->forward(state, ids, std::span<const int64_t>(&last, 1), logits.data());
-        !s) {
+    if (auto s = fwd.run(ids, std::span<const int64_t>(&last, 1), logits.data()); !s) {
       fail("invalid_request_error", s.error().message);
     }
   }
@@ -208,8 +261,8 @@ void run_generate(const std::string& dir, int threads) {
     for (int e : cfg.eos_token_ids) eos |= next == e;
     if (eos || i + 1 == static_cast<int64_t>(max_tokens)) break;
     const int64_t zero = 0;
-    if (auto s = model->forward(state, std::span<const int32_t>(&out.back(), 1),
-                                std::span<const int64_t>(&zero, 1), logits.data());
+    if (auto s = fwd.run(std::span<const int32_t>(&out.back(), 1),
+                         std::span<const int64_t>(&zero, 1), logits.data());
         !s) {
       fail("invalid_request_error", s.error().message);
     }
@@ -235,17 +288,21 @@ void setup(CLI::App& app) {
     auto threads = std::make_shared<int>(0);
     cmd->add_option("--model", *dir, "Model folder (config.json + safetensors)")->required();
     cmd->add_option("--threads", *threads, "CPU threads (default: all cores)");
+    auto device = std::make_shared<std::string>();
+    cmd->add_option("--device", *device, "cpu or cuda (default: cuda when a GPU is present)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     auto batch = std::make_shared<deepinfer::cli::BatchFlags>();
     if (!score) deepinfer::cli::add_batch_options(*cmd, *batch);
-    cmd->callback([dir, threads, score, batch] {
+    cmd->callback([dir, threads, score, batch, device] {
       int n = *threads > 0 ? *threads : static_cast<int>(std::thread::hardware_concurrency());
       if (n < 1) n = 1;
       if (score) {
-        run_score(*dir, n);
+        run_score(*dir, n, *device);
       } else if (!batch->batch_file.empty()) {
+        if (*device == "cuda") fail("invalid_request_error", "generate --batch runs on the CPU");
         deepinfer::cli::run_generate_batch(*dir, n, *batch);
       } else {
-        run_generate(*dir, n);
+        run_generate(*dir, n, *device);
       }
     });
   }

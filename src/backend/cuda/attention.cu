@@ -73,12 +73,13 @@ void compressor_push(Exec& e, const Segments& segs, const float* a, const float*
 }
 
 void compressor_finish(Exec& e, const CompressorBuffers& c, const int32_t* ent_seq,
-                       const int32_t* ent_j, int64_t n_ent, const float* norm, float eps,
-                       const float* inv_freq, float attention_factor, int pairs, bool index_keys,
-                       bool official) {
+                       const int32_t* ent_j, const int32_t* n_ent, int64_t max_ent,
+                       const float* norm, float eps, const float* inv_freq, float attention_factor,
+                       int pairs, bool index_keys, bool official) {
   const CompressorBuffers cb = c;
   const float hscale = c.dim > 0 ? static_cast<float>(1.0 / sqrt(static_cast<double>(c.dim))) : 1;
-  e.each(n_ent, [=] DI_HD(int64_t i) {
+  e.each(max_ent, [=] DI_HD(int64_t i) {
+    if (i >= *n_ent) return;
     const int dc = cb.dim;
     const int64_t j = ent_j[i];
     float* v = cb.store + (int64_t{ent_seq[i]} * cb.capacity + j) * dc;

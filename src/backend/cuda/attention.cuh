@@ -32,12 +32,13 @@ struct CompressorBuffers {
 // raw (pooled, not yet normalised) to store[seq][j].
 void compressor_push(Exec& e, const Segments& segs, const float* a, const float* g,
                      const float* ape, const CompressorBuffers& c);
-// Finishes the entries that closed (ent_seq/ent_j, n_ent of them): bf16 (official), RMSNorm with
+// Finishes the entries that closed (ent_seq/ent_j; *n_ent of them, a device count, at most
+// max_ent): bf16 (official), RMSNorm with
 // `norm`, bf16, RoPE at j·ratio (compress table, last 2·pairs dims), then the kv or indexer QAT.
 void compressor_finish(Exec& e, const CompressorBuffers& c, const int32_t* ent_seq,
-                       const int32_t* ent_j, int64_t n_ent, const float* norm, float eps,
-                       const float* inv_freq, float attention_factor, int pairs, bool index_keys,
-                       bool official);
+                       const int32_t* ent_j, const int32_t* n_ent, int64_t max_ent,
+                       const float* norm, float eps, const float* inv_freq, float attention_factor,
+                       int pairs, bool index_keys, bool official);
 // Resets one slot's compressor state (values 0, scores −inf).
 void compressor_reset(Exec& e, const CompressorBuffers& c, int slot);
 

@@ -259,10 +259,12 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   f(rh1, N * K * inter);
   f(rh3, N * K * inter);
   f(rout, N * K * d);
+  f(rss, N);
   sel.allocate(exec, static_cast<size_t>(N * std::max(1, c.index_topk)));
   cnt.allocate(exec, static_cast<size_t>(N));
   idx.allocate(exec, static_cast<size_t>(N * K));
-  const size_t meta_n = static_cast<size_t>(6 * N + 4 * S + ratios.size() * 4 * (N + S) + 2 * N);
+  const size_t meta_n =
+      static_cast<size_t>(6 * N + 4 * S + ratios.size() * 4 * (N + S) + 2 * N + 16);
   meta.allocate(exec, meta_n);
   host_meta.resize(meta_n);
   workspace_bytes += static_cast<int64_t>(sel.bytes() + cnt.bytes() + idx.bytes() + meta.bytes());
@@ -273,6 +275,7 @@ CudaModel::CudaModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaModel::~CudaModel() {
   if (impl_ && !impl_->exec.emulate && impl_->exec.stream) {
     cudaStreamSynchronize(impl_->exec.stream);
+    for (auto& [n, g] : impl_->graphs) cudaGraphExecDestroy(g);
     impl_->blobs.clear();
   }
 }

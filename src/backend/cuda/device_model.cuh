@@ -2,6 +2,7 @@
 // as CudaModel::Impl holds them (cuda_model.cu uploads, forward.cu runs).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -76,11 +77,16 @@ struct CudaModel::Impl {
   // scratch (N rows = max(max_chunk_tokens, max_sequences))
   int64_t N = 0;
   DeviceArray<float> X, X2, u, xn, y, pre, post, comb, mix, qa, qr, q, kv, o, z, ca, cg, iq, iw,
-      iscore, probs, xq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout;
+      iscore, probs, xq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout, rss;
   DeviceArray<int32_t> sel, cnt, idx, meta;
   std::vector<int32_t> host_meta;
-  // per launch: closed-entry lists per ratio (offsets into meta: seq list, then j list)
-  std::vector<int64_t> ent_off, ent_n;
+  // per launch: closed-entry lists per ratio (offsets into meta: seq list, then j list, and the
+  // count at ent_count + ri), the upper bound of entries, the logit-row and argmax offsets
+  std::vector<int64_t> ent_off;
+  int64_t ent_count = 0, ent_max = 0, o_lrows = 0, o_amax = 0;
+  // decode graphs by batch size (all segments one token, logits of every row)
+  std::map<int64_t, cudaGraphExec_t> graphs;
+  bool graphs_failed = false;
 
   const float* upload_floats(const std::vector<float>& v);
   DevWeight upload_weight(const cpu::WeightView& w);
@@ -94,6 +100,8 @@ struct CudaModel::Impl {
   };
   Status run(std::span<const Segment> segs, std::span<const int32_t> logit_rows, float* logits,
              int32_t* argmax);
+  // Every kernel of one launch (no host sync, no allocation: capturable in a graph).
+  void compute(const Rows& rows, const Segments& segs, int64_t n_logits);
   void block(int layer, const Rows& rows, const Segments& segs, const int32_t* entries);
   void attention_sublayer(int layer, const Rows& rows, const Segments& segs,
                           const int32_t* entries);

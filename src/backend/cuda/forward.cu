@@ -21,8 +21,8 @@ Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32
   int32_t* hm = host_meta.data();
   const int64_t o_seg = 6 * N, o_ent = o_seg + 4 * S;
   const int64_t ent_stride = N + S;
-  const int64_t o_lrows = o_ent + static_cast<int64_t>(ratios.size()) * 4 * ent_stride;
-  const int64_t o_amax = o_lrows + N;
+  o_lrows = o_ent + static_cast<int64_t>(ratios.size()) * 4 * ent_stride;
+  o_amax = o_lrows + N;
   int64_t r = 0;
   for (size_t g = 0; g < segs.size(); ++g) {
     const Segment& s = segs[g];
@@ -43,7 +43,8 @@ Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32
     }
   }
   ent_off.assign(ratios.size(), 0);
-  ent_n.assign(ratios.size(), 0);
+  ent_count = o_lrows + 2 * N;
+  ent_max = n + static_cast<int64_t>(segs.size());
   for (size_t ri = 0; ri < ratios.size(); ++ri) {
     const int64_t ratio = ratios[ri];
     const int64_t base = o_ent + static_cast<int64_t>(ri) * 2 * ent_stride;
@@ -57,50 +58,87 @@ Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32
       }
     }
     ent_off[ri] = base;
-    ent_n[ri] = k;
+    hm[ent_count + static_cast<int64_t>(ri)] = static_cast<int32_t>(k);
   }
   const int64_t nl = static_cast<int64_t>(logit_rows.size());
   std::copy(logit_rows.begin(), logit_rows.end(), hm + o_lrows);
-  exec.to_device(meta.ptr, hm, static_cast<size_t>(o_amax) * sizeof(int32_t));
+  exec.to_device(
+      meta.ptr, hm,
+      static_cast<size_t>(ent_count + static_cast<int64_t>(ratios.size())) * sizeof(int32_t));
 
   const int32_t* dm = meta.ptr;
   Rows rows{dm, dm + N, dm + 2 * N, dm + 3 * N, dm + 4 * N, dm + 5 * N, n};
   Segments sg{dm + o_seg, dm + o_seg + S, dm + o_seg + 2 * S, dm + o_seg + 3 * S,
               static_cast<int64_t>(segs.size())};
-  const int64_t d = c.hidden_size, hc = c.hc_mult;
-  embed(exec, embed_table, rows.ids, n, c.hc_mult, X.ptr);
-  if (official) round_bf16(exec, X.ptr, n * hc * d);
-  for (int i = 0; i < c.num_layers; ++i) block(i, rows, sg, dm);
+  bool one_token = nl == n;
+  for (const Segment& s : segs) one_token = one_token && s.ids.size() == 1;
+  for (size_t i = 0; one_token && i < logit_rows.size(); ++i)
+    one_token = logit_rows[i] == static_cast<int32_t>(i);
+  bool launched = false;
+  if (!exec.emulate && opt.cuda_graphs && one_token && !graphs_failed) {
+    auto it = graphs.find(n);
+    if (it == graphs.end()) {
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t ge = nullptr;
+      bool ok =
+          cudaStreamBeginCapture(exec.stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess;
+      if (ok) {
+        compute(rows, sg, nl);
+        ok = cudaStreamEndCapture(exec.stream, &graph) == cudaSuccess && exec.error == cudaSuccess;
+      }
+      ok = ok && cudaGraphInstantiate(&ge, graph, 0) == cudaSuccess;
+      if (graph) cudaGraphDestroy(graph);
+      if (ok) {
+        it = graphs.emplace(n, ge).first;
+      } else {
+        graphs_failed = true;
+        exec.error = cudaSuccess;
+        cudaGetLastError();
+      }
+    }
+    if (it != graphs.end()) {
+      exec.note(cudaGraphLaunch(it->second, exec.stream));
+      launched = true;
+    }
+  }
+  if (!launched) compute(rows, sg, nl);
   for (const Segment& s : segs)
     positions[static_cast<size_t>(s.seq)] += static_cast<int64_t>(s.ids.size());
-
   if (nl > 0) {
     const int64_t V = c.vocab_size;
-    gather_rows(exec, X.ptr, dm + o_lrows, nl, hc * d, Xr.ptr);
-    linear(exec, Xr.ptr, hc * d, nl, hc_head_w.fn, mix.ptr, hc, official, xq.ptr);
-    HcParams hp{c.hc_mult,
-                c.hc_sinkhorn_iters,
-                d,
-                static_cast<float>(c.hc_eps),
-                static_cast<float>(c.rms_eps),
-                hc_head_w.base,
-                hc_head_w.scale};
-    hc_head(exec, hp, Xr.ptr, mix.ptr, nl, pre.ptr, hh.ptr);
-    if (official) round_bf16(exec, hh.ptr, nl * d);
-    rms_norm(exec, hh.ptr, nl, d, norm, static_cast<float>(c.rms_eps), hh.ptr);
-    if (official) round_bf16(exec, hh.ptr, nl * d);
-    linear(exec, hh.ptr, d, nl, head, lg.ptr, V, official, xq.ptr);
     if (logits) exec.to_host(logits, lg.ptr, static_cast<size_t>(nl * V) * sizeof(float));
-    if (argmax) {
-      int32_t* am = meta.ptr + o_amax;
-      argmax_rows(exec, lg.ptr, nl, V, am);
-      exec.to_host(argmax, am, static_cast<size_t>(nl) * sizeof(int32_t));
-    }
+    if (argmax) exec.to_host(argmax, meta.ptr + o_amax, static_cast<size_t>(nl) * sizeof(int32_t));
     if (logits || argmax) return exec.sync();
   }
   if (exec.error != cudaSuccess)
     return Error{std::string("CUDA: ") + cudaGetErrorString(exec.error)};
   return Status::Ok();
+}
+
+void CudaModel::Impl::compute(const Rows& rows, const Segments& segs, int64_t nl) {
+  const model::ModelConfig& c = cfg;
+  const int64_t n = rows.n, d = c.hidden_size, hc = c.hc_mult;
+  const int32_t* dm = meta.ptr;
+  embed(exec, embed_table, rows.ids, n, c.hc_mult, X.ptr);
+  if (official) round_bf16(exec, X.ptr, n * hc * d);
+  for (int i = 0; i < c.num_layers; ++i) block(i, rows, segs, dm);
+  if (nl == 0) return;
+  const int64_t V = c.vocab_size;
+  gather_rows(exec, X.ptr, dm + o_lrows, nl, hc * d, Xr.ptr);
+  linear(exec, Xr.ptr, hc * d, nl, hc_head_w.fn, mix.ptr, hc, official, xq.ptr);
+  HcParams hp{c.hc_mult,
+              c.hc_sinkhorn_iters,
+              d,
+              static_cast<float>(c.hc_eps),
+              static_cast<float>(c.rms_eps),
+              hc_head_w.base,
+              hc_head_w.scale};
+  hc_head(exec, hp, Xr.ptr, mix.ptr, nl, pre.ptr, hh.ptr, rss.ptr);
+  if (official) round_bf16(exec, hh.ptr, nl * d);
+  rms_norm(exec, hh.ptr, nl, d, norm, static_cast<float>(c.rms_eps), hh.ptr);
+  if (official) round_bf16(exec, hh.ptr, nl * d);
+  linear(exec, hh.ptr, d, nl, head, lg.ptr, V, official, xq.ptr);
+  argmax_rows(exec, lg.ptr, nl, V, meta.ptr + o_amax);
 }
 
 void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
@@ -114,7 +152,7 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     HcParams hp{c.hc_mult, c.hc_sinkhorn_iters, d, static_cast<float>(c.hc_eps), eps, H.base,
                 H.scale};
     linear(exec, X.ptr, hc * d, n, H.fn, mix.ptr, mixw, official, xq.ptr);
-    hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr);
+    hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr);
     if (official) round_bf16(exec, u.ptr, n * d);
     rms_norm(exec, u.ptr, n, d, half == 0 ? B.attn_norm : B.ffn_norm, eps, xn.ptr);
     if (official) round_bf16(exec, xn.ptr, n * d);
@@ -171,8 +209,8 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
       linear(exec, xn.ptr, d, n, w.wkv, ca.ptr, cb.width, official, xq.ptr);
       linear(exec, xn.ptr, d, n, w.wgate, cg.ptr, cb.width, official, xq.ptr);
       compressor_push(exec, segs, ca.ptr, cg.ptr, w.ape, cb);
-      compressor_finish(exec, cb, ent_seq, ent_j, ent_n[ri], w.norm, eps, comp_inv, comp_af, rp,
-                        keys, official);
+      compressor_finish(exec, cb, ent_seq, ent_j, entries + ent_count + ri, ent_max, w.norm, eps,
+                        comp_inv, comp_af, rp, keys, official);
     };
     compress(B.compressor, L.comp, pairs, false);
     if (csa) compress(B.index_compressor, L.icomp, ipairs, true);

@@ -26,3 +26,15 @@ void set_fast_kernels(bool on);
 bool fast_kernels();
 
 }  // namespace deepinfer::cuda
+
+namespace deepinfer::cuda {
+
+// Row reductions with a block of threads per row (device only; ops.cu falls back to its serial
+// bodies when emulated): RMSNorm, the sum of squares of mHC rows, argmax.
+void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
+                   float* y);
+// ss[r] = Σ x[r, :]² over `width` values.
+void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss);
+void argmax_fast(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out);
+
+}  // namespace deepinfer::cuda

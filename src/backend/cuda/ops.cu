@@ -110,6 +110,10 @@ void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, i
 
 void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
               float* y) {
+  if (!e.emulate && fast_kernels() && dim >= 256) {
+    rms_norm_fast(e, x, rows, dim, w, eps, y);
+    return;
+  }
   e.each(rows, [=] DI_HD(int64_t r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;
@@ -197,14 +201,20 @@ void embed(Exec& e, const DevWeight& table, const int32_t* ids, int64_t n, int h
 }
 
 void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
-            float* post, float* comb, float* u) {
+            float* post, float* comb, float* u, float* row_ss) {
   const int hc = p.hc, mixw = (2 + p.hc) * p.hc;
   const int64_t d = p.d, width = hc * p.d;
   const HcParams q = p;
+  const bool have_ss = !e.emulate && fast_kernels() && row_ss;
+  if (have_ss) sum_squares_fast(e, X, n, width, row_ss);
   e.each(n, [=] DI_HD(int64_t t) {
     const float* xt = X + t * width;
     float ss = 0.0f;
-    for (int64_t i = 0; i < width; ++i) ss += xt[i] * xt[i];
+    if (have_ss) {
+      ss = row_ss[t];
+    } else {
+      for (int64_t i = 0; i < width; ++i) ss += xt[i] * xt[i];
+    }
     const float rs = 1.0f / sqrtf(ss / static_cast<float>(width) + q.rms_eps);
     const float* mt = mix + t * mixw;
     const float eps = q.hc_eps;
@@ -264,14 +274,20 @@ void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, cons
 }
 
 void hc_head(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
-             float* h) {
+             float* h, float* row_ss) {
   const int hc = p.hc;
   const int64_t d = p.d, width = hc * p.d;
   const HcParams q = p;
+  const bool have_ss = !e.emulate && fast_kernels() && row_ss;
+  if (have_ss) sum_squares_fast(e, X, n, width, row_ss);
   e.each(n, [=] DI_HD(int64_t t) {
     const float* xt = X + t * width;
     float ss = 0.0f;
-    for (int64_t i = 0; i < width; ++i) ss += xt[i] * xt[i];
+    if (have_ss) {
+      ss = row_ss[t];
+    } else {
+      for (int64_t i = 0; i < width; ++i) ss += xt[i] * xt[i];
+    }
     const float rs = 1.0f / sqrtf(ss / static_cast<float>(width) + q.rms_eps);
     for (int j = 0; j < hc; ++j)
       pre[t * hc + j] = sigmoidf(mix[t * hc + j] * rs * q.scale[0] + q.base[j]) + q.hc_eps;
@@ -285,6 +301,10 @@ void hc_head(Exec& e, const HcParams& p, const float* X, const float* mix, int64
 }
 
 void argmax_rows(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out) {
+  if (!e.emulate && fast_kernels()) {
+    argmax_fast(e, x, rows, V, out);
+    return;
+  }
   e.each(rows, [=] DI_HD(int64_t r) {
     const float* v = x + r * V;
     int64_t best = 0;

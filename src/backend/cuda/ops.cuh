@@ -66,14 +66,15 @@ struct HcParams {
   const float* base = nullptr;   // device [(2+hc)·hc]
   const float* scale = nullptr;  // device [3]
 };
+// row_ss: scratch [n] for the rows' sums of squares (the fast path), may be null.
 void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
-            float* post, float* comb, float* u);
+            float* post, float* comb, float* u, float* row_ss);
 // X_out[r, j] = post_j · y[r] + Σ_i comb[i, j] · X[r, i].
 void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, const float* comb,
              const float* y, int64_t n, float* X_out);
 // hc_head: h[r] = Σ_j (σ(mix_j · rs · scale0 + base_j) + eps) X_j.
 void hc_head(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
-             float* h);
+             float* h, float* row_ss);
 
 // out[r] = index of the largest of x[r, 0:V] (lowest index among equals).
 void argmax_rows(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out);
