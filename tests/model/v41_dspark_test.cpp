@@ -13,10 +13,13 @@
 #include <functional>
 #include <memory>
 
+#include "backend/cpu/fp8.h"
 #include "backend/cpu/quant_act.h"
+#include "backend/cpu/quant_linear.h"
 #include "common/io.h"
 #include "common/json.h"
 #include "fixture_util.h"
+#include "model/qat32_linear.h"
 #include "model/tensor_reader.h"
 #include "model/v41_model.h"
 
@@ -58,6 +61,59 @@ std::vector<float> random_bf16(size_t n, uint32_t seed) {
     f = cpu::round_bf16(static_cast<float>(x >> 8) / static_cast<float>(1 << 22) - 2.0f);
   }
   return v;
+}
+
+TEST(Qat32Linear, Fp8WeightsTakeFp8InputsPer32) {
+  // fp8_gemm of the V4.1 reference: x → e4m3(x / s_b) · s_b per 32 (s_b = 2^ceil(log2(amax /
+  // 448))), W → e4m3 · 2^e per 32×32 block, products summed in fp32, the output rounded to bf16.
+  const int64_t out = 40, in = 64;
+  std::vector<uint8_t> codes(static_cast<size_t>(out * in)), scales(2 * 2);
+  std::vector<float> wval(codes.size());
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t k = 0; k < in; ++k) {
+      const uint8_t scale_code = static_cast<uint8_t>(112 + (o / 32) * 2 + (k / 32) * 16);
+      scales[static_cast<size_t>((o / 32) * 2 + k / 32)] = scale_code;
+      const uint8_t c = cpu::float_to_fp8_e4m3(static_cast<float>((o * 7 + k * 3) % 23) - 11.0f);
+      codes[static_cast<size_t>(o * in + k)] = c;
+      wval[static_cast<size_t>(o * in + k)] =
+          cpu::fp8_e4m3_to_float(c) * cpu::ue8m0_to_float(scale_code);
+    }
+  cpu::WeightView w;
+  w.format = cpu::WeightFormat::FP8_E4M3_BLOCK;
+  w.data = codes.data();
+  w.out = out;
+  w.in = in;
+  w.scale = scales.data();
+  w.scale_format = cpu::ScaleFormat::UE8M0;
+  w.block_out = w.block_in = 32;
+  w.scale_stride = 2;
+  if (!cpu::linear_supported(w.format))
+    cpu::register_quant_kernels(cpu::QuantActivations::Official);
+  std::vector<float> x = random_bf16(2 * in, 5);
+  for (int64_t r = 0; r < 2;
+       ++r)  // a tiny second block (weights 2^16 larger): FP8 blocks wider than 32 would flush it
+    for (int64_t k = 32; k < in; ++k) x[static_cast<size_t>(r * in + k)] /= 65536.0f;
+  std::vector<float> y(2 * out), xq;
+  qat32_linear(x.data(), 2, w, y.data(), LinearOut::Bf16, xq, nullptr);
+  for (int64_t r = 0; r < 2; ++r) {
+    float q[64];
+    for (int64_t b = 0; b < 2; ++b) {
+      float amax = 0;
+      for (int64_t k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(x[r * in + b * 32 + k]));
+      const float sb = std::exp2(std::ceil(std::log2(std::max(amax, 1e-4f) / 448.0f)));
+      for (int64_t k = 0; k < 32; ++k)
+        q[b * 32 + k] =
+            cpu::fp8_e4m3_to_float(cpu::float_to_fp8_e4m3(x[r * in + b * 32 + k] / sb)) * sb;
+    }
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (int64_t k = 0; k < in; ++k)
+        acc += static_cast<double>(q[k]) * wval[static_cast<size_t>(o * in + k)];
+      const float want = cpu::round_bf16(static_cast<float>(acc));
+      EXPECT_NEAR(y[static_cast<size_t>(r * out + o)], want, std::fabs(want) * 0.008f + 1e-6f)
+          << r << "," << o;
+    }
+  }
 }
 
 TEST(DSpark, LoadsTheOfficialStageTensors) {
