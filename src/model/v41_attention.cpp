@@ -253,8 +253,10 @@ void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
   float* o = ch.ws.get(20, static_cast<size_t>(n * H * D));
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   cpu::parallel_for(ch.pool, n, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<const float*> slots(static_cast<size_t>(n_slots));
-    std::vector<float> acc(static_cast<size_t>(D));
+    thread_local std::vector<const float*> slots;
+    thread_local std::vector<float> acc;
+    slots.resize(static_cast<size_t>(n_slots));
+    acc.resize(static_cast<size_t>(D));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p = ch.pos0 + t;
       const int64_t first = std::max<int64_t>(0, p - win + 1), count = p - first + 1;

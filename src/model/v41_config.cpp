@@ -298,8 +298,8 @@ Result<V41Config> parse_v41_config(const Json& json) {
     if (r0 < 0) return Error{"config.json: compress ratios must be >= 0"};
   if (c.head_dim <= 0 || c.head_dim % 32 != 0)
     return Error{"config.json: head_dim must be a positive multiple of 32 (FP8 KV blocks)"};
-  if (c.rope_dim <= 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim)
-    return Error{"config.json: qk_rope_head_dim must be even and at most head_dim"};
+  if (c.rope_dim <= 0 || c.rope_dim % 2 != 0 || c.rope_dim > c.head_dim || c.rope_dim > 512)
+    return Error{"config.json: qk_rope_head_dim must be even and at most head_dim (and 512)"};
   if (c.o_groups <= 0 || c.n_heads % c.o_groups != 0)
     return Error{"config.json: num_attention_heads must be a multiple of o_groups"};
   if (c.sliding_window <= 0) return Error{"config.json: sliding_window must be > 0"};

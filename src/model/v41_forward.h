@@ -22,7 +22,8 @@ struct V41Workspace {
   std::vector<int32_t> topk;        // [n, index_topk] picks of the latest index source (−1 pad)
   std::vector<uint8_t> candidates;  // [n, blocks] kept candidate blocks of this chunk
   int64_t candidate_stride = 0;
-  std::vector<float> xq;  // qat32_linear's input copy
+  std::vector<float> xq;  // FP8-quantized GEMM inputs
+  std::vector<float> route_weights;
   std::vector<int32_t> order, block_picks;
   float* get(int slot, size_t n) {
     std::vector<float>& v = f[slot];
@@ -53,7 +54,7 @@ void v41_rope(const RopeTable& t, float* x, int64_t rows, int dim, int rope_dim,
               bool inverse);
 
 // Attention sublayer of `layer` on x [n, d] → y [n, d]; reads/writes the layer's state and the
-// state of its kv source. Scratch slots 8..23.
+// state of its kv source. Scratch slots 8..21.
 void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
                    std::vector<V41LayerState>& st, const float* x, float* y);
 

@@ -209,7 +209,7 @@ void v41_moe(V41Chunk& ch, const V41BlockWeights& w, const float* x, float* y) {
   float* h3 = ch.ws.get(29, static_cast<size_t>(n * inter));
   float* ye = ch.ws.get(30, static_cast<size_t>(n * d));
   std::vector<int32_t>& rows = ch.ws.block_picks;
-  std::vector<float> rw;
+  std::vector<float>& rw = ch.ws.route_weights;
   const float lim = static_cast<float>(c.swiglu_limit);
   auto run = [&](const V41Expert& ex, int64_t m, const float* weights) {
     v41_linear(ch, xe, m, ex.w1, h1, true);
@@ -398,7 +398,7 @@ Status V41Model::forward(V41State& state, std::span<const int32_t> ids,
       if (r < 0 || r >= n) continue;
       hc_collapse(X + r * hc * d, pre_mix + r * hc, 1, hc, d, u);
       v41_rms_norm(u, 1, d, weights_.norm.data(), c.rms_eps, u);
-      cpu::linear(u, 1, weights_.head, logits + static_cast<int64_t>(k) * V, nullptr);
+      cpu::linear(u, 1, weights_.head, logits + static_cast<int64_t>(k) * V, pool_.get());
     }
     // Advance the sequence.
     state.position += n;

@@ -175,7 +175,8 @@ TEST_P(OfficialV41, RejectsBadInput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OfficialV41,
-                         ::testing::Values("official_v41_c_bf16", "official_v41_a"));
+                         ::testing::Values("official_v41_c_bf16", "official_v41_a",
+                                           "official_v41_b", "official_v41_c_fp8"));
 
 TEST(V41Config, ParsesPublishedAndDerivesRoles) {
   auto c = load_v41_config(fixture_dir("official_v41_c_bf16"));

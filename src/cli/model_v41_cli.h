@@ -1,0 +1,19 @@
+// `deepinfer score` / `generate` on a DeepSeek V4.1 folder (config.json architectures
+// ["DeepseekV41ForCausalLM"] or model_type deepseek_v41): the same JSON contracts as the V4 path in
+// cmd_model.cpp, run by model::v41::V41Model on the CPU. Failures print the error object and throw
+// CliExit{1}.
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+
+namespace deepinfer::cli {
+
+// True when dir/config.json names the V4.1 architecture (unreadable config: false).
+bool is_v41_model_dir(const std::string& dir);
+
+void run_v41_score(const std::string& dir, int threads, const JsonObject& request);
+void run_v41_generate(const std::string& dir, int threads, const JsonObject& request);
+
+}  // namespace deepinfer::cli
