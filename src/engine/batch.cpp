@@ -26,11 +26,10 @@ std::vector<BatchResult> generate_batch(Engine& engine, std::vector<EngineReques
           r.finish = ev.finish;
           r.usage = ev.usage;
           r.error = ev.error;
-          size_t now;
-          {
-            std::lock_guard lock(mutex);
-            now = ++done;
-          }
+          // Under the lock: once `done` reaches total the waiting caller returns and destroys
+          // cv, mutex and (its caller) progress, so nothing may touch them after the unlock.
+          std::lock_guard lock(mutex);
+          const size_t now = ++done;
           if (progress) progress(now, total);
           cv.notify_one();
         });
