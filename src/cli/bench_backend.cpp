@@ -1,0 +1,204 @@
+#include "cli/bench_backend.h"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+#ifdef DEEPINFER_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "backend/cuda/cuda_model.h"
+#endif
+
+namespace deepinfer::cli {
+
+int64_t peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "… kB"
+  }
+  return 0;
+}
+
+namespace {
+
+// ---- CPU: model::Model, one forward per sequence
+// -------------------------------------------------
+class CpuBackend : public BenchBackend {
+ public:
+  CpuBackend(std::unique_ptr<model::Model> m, int threads)
+      : m_(std::move(m)),
+        threads_(threads),
+        logits_(static_cast<size_t>(m_->config().vocab_size)) {}
+
+  const model::ModelConfig& config() const override { return m_->config(); }
+  std::string device_name() const override {
+    return "cpu: " + std::to_string(threads_) + " threads";
+  }
+
+  Status prefill(std::span<const int32_t> ids) override {
+    model::SequenceState st = m_->new_state();
+    const int64_t last = static_cast<int64_t>(ids.size()) - 1;
+    return m_->forward(st, ids, std::span<const int64_t>(&last, 1), logits_.data());
+  }
+
+  Status fill(int batch, std::span<const int32_t> prompt) override {
+    if (static_cast<int>(slots_.size()) >= batch) return Status::Ok();
+    if (slots_.empty()) {
+      model::SequenceState st = m_->new_state();
+      const int64_t last = static_cast<int64_t>(prompt.size()) - 1;
+      if (Status s = m_->forward(st, prompt, std::span<const int64_t>(&last, 1), logits_.data());
+          !s) {
+        return s;
+      }
+      base_ = st;
+    }
+    while (static_cast<int>(slots_.size()) < batch) slots_.push_back(base_);  // synthetic fill
+    return Status::Ok();
+  }
+
+  Status step(std::span<const int32_t> tokens) override {
+    if (tokens.size() > slots_.size()) return Error{"decode batch larger than the filled slots"};
+    const int64_t zero = 0;
+    for (size_t b = 0; b < tokens.size(); ++b) {
+      if (Status s = m_->forward(slots_[b], tokens.subspan(b, 1),
+                                 std::span<const int64_t>(&zero, 1), logits_.data());
+          !s) {
+        return s;
+      }
+    }
+    return Status::Ok();
+  }
+
+  int64_t weight_bytes() const override { return 0; }  // the mapped checkpoint
+  int64_t state_bytes() const override {
+    int64_t n = 0;
+    for (const auto& s : slots_) n += state_size(s);
+    return n + state_size(base_);
+  }
+  int64_t total_bytes() const override { return peak_rss_bytes(); }
+  KvRowBytes kv_rows() const override {
+    const auto& c = m_->config();
+    KvRowBytes r{c.head_dim * 4, c.head_dim * 4, c.index_head_dim * 4};
+    for (const auto& b : base_.blocks) {
+      if (b.compressed.row_bytes) r.entry = b.compressed.row_bytes;
+      if (b.index_keys.row_bytes) r.index_key = b.index_keys.row_bytes;
+    }
+    return r;
+  }
+
+ private:
+  static int64_t state_size(const model::SequenceState& s) {
+    int64_t n = 0;
+    for (const auto& b : s.blocks) {
+      n += static_cast<int64_t>(b.ring.size() + b.compressor.kv.size() + b.compressor.score.size() +
+                                b.index_compressor.kv.size() + b.index_compressor.score.size()) *
+               4 +
+           static_cast<int64_t>(b.compressed.own.size() + b.index_keys.own.size());
+    }
+    return n;
+  }
+
+  std::unique_ptr<model::Model> m_;
+  int threads_;
+  std::vector<float> logits_;
+  model::SequenceState base_;
+  std::vector<model::SequenceState> slots_;
+};
+
+#ifdef DEEPINFER_HAVE_CUDA
+// ---- CUDA: cuda::CudaModel, slot 0 for prefill, slots 0 … B−1 for decode ------------------------
+class CudaBackend : public BenchBackend {
+ public:
+  explicit CudaBackend(std::unique_ptr<cuda::CudaModel> m)
+      : m_(std::move(m)), logits_(static_cast<size_t>(m_->config().vocab_size)) {}
+
+  const model::ModelConfig& config() const override { return m_->config(); }
+  std::string device_name() const override { return "cuda: " + cuda::device_name(); }
+
+  Status prefill(std::span<const int32_t> ids) override {
+    filled_ = 0;  // slot 0 is reused
+    m_->reset(0);
+    const int64_t last = static_cast<int64_t>(ids.size()) - 1;
+    if (Status s = m_->prefill(0, ids, std::span<const int64_t>(&last, 1), logits_.data()); !s) {
+      return s;
+    }
+    return m_->synchronize();
+  }
+
+  Status fill(int batch, std::span<const int32_t> prompt) override {
+    const int64_t last = static_cast<int64_t>(prompt.size()) - 1;
+    for (; filled_ < batch; ++filled_) {
+      m_->reset(filled_);
+      if (Status s =
+              m_->prefill(filled_, prompt, std::span<const int64_t>(&last, 1), logits_.data());
+          !s) {
+        return s;
+      }
+    }
+    return m_->synchronize();
+  }
+
+  Status step(std::span<const int32_t> tokens) override {
+    if (static_cast<int>(tokens.size()) > filled_) {
+      return Error{"decode batch larger than the filled slots"};
+    }
+    seqs_.resize(tokens.size());
+    for (size_t b = 0; b < tokens.size(); ++b) seqs_[b] = static_cast<int>(b);
+    if (Status s = m_->decode(seqs_, tokens, nullptr, nullptr); !s) return s;
+    return m_->synchronize();
+  }
+
+  int64_t weight_bytes() const override { return m_->weight_bytes(); }
+  int64_t state_bytes() const override { return m_->state_bytes(); }
+  int64_t total_bytes() const override {
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+      return static_cast<int64_t>(total_b - free_b);
+    }
+    return m_->device_bytes();
+  }
+  KvRowBytes kv_rows() const override {  // the CPU reference's layout (fp32 rows)
+    const auto& c = m_->config();
+    return {c.head_dim * 4, c.head_dim * 4, c.index_head_dim * 4};
+  }
+
+ private:
+  std::unique_ptr<cuda::CudaModel> m_;
+  std::vector<float> logits_;
+  std::vector<int> seqs_;
+  int filled_ = 0;
+};
+#endif
+
+}  // namespace
+
+Result<std::unique_ptr<BenchBackend>> make_cpu_backend(const std::string& dir,
+                                                       const BenchBackendOptions& options) {
+  auto m = model::Model::load(dir, {options.threads});
+  if (!m) return m.error();
+  auto b = std::make_unique<CpuBackend>(std::move(m.value()), options.threads);
+  return std::unique_ptr<BenchBackend>(std::move(b));
+}
+
+Result<std::unique_ptr<BenchBackend>> make_cuda_backend(const std::string& dir,
+                                                        const BenchBackendOptions& options) {
+#ifdef DEEPINFER_HAVE_CUDA
+  if (!cuda::device_available()) return Error{"no CUDA device: " + cuda::device_name()};
+  cuda::CudaModelOptions o;
+  o.max_sequences = options.max_batch;
+  o.max_context = options.max_context;
+  auto m = cuda::CudaModel::load(dir, o);
+  if (!m) return m.error();
+  return std::unique_ptr<BenchBackend>(std::make_unique<CudaBackend>(std::move(m.value())));
+#else
+  (void)dir;
+  (void)options;
+  return Error{"this build has no CUDA backend (configure with -DDEEPINFER_CUDA=ON)"};
+#endif
+}
+
+}  // namespace deepinfer::cli
