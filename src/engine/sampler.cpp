@@ -130,8 +130,18 @@ SampleResult Sampler::sample(std::span<const float> logits, const SampleContext&
   std::copy(logits.begin(), logits.end(), work_.begin());
   apply_bias_and_penalties(ctx);
   if (!ctx.allowed.empty()) {
-    for (int32_t i = 0; i < vocab_size_; ++i)
-      if (!((ctx.allowed[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1u)) work_[i] = kNegInf;
+    // Word at a time: all-allowed words are skipped, all-masked words filled.
+    for (int32_t base = 0; base < vocab_size_; base += 64) {
+      const uint64_t bits = ctx.allowed[static_cast<size_t>(base) >> 6];
+      if (bits == ~uint64_t{0}) continue;
+      const int32_t end = std::min(base + 64, vocab_size_);
+      if (bits == 0) {
+        std::fill(work_.begin() + base, work_.begin() + end, kNegInf);
+        continue;
+      }
+      for (int32_t i = base; i < end; ++i)
+        if (!((bits >> (i - base)) & 1u)) work_[i] = kNegInf;
+    }
   }
 
   if (p.temperature < kGreedyEpsilon) {

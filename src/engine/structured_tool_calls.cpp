@@ -253,9 +253,12 @@ Result<std::unique_ptr<Grammar>> tool_call_grammar(const Json& spec, GrammarLimi
   const uint32_t invoke_rule = g->add_rule("invoke");
   g->define(invoke_rule, Expr::alt(std::move(invokes)));
   // invokes "\n" block-end
-  Expr calls = Expr::seq({Expr::ref(invoke_rule),
-                          Expr::star(Expr::seq({Expr::byte('\n'), Expr::ref(invoke_rule)})),
-                          Expr::literal("\n" + close_tag(tags.block))});
+  const Json* parallel = o.if_contains("parallel");
+  const bool many = parallel == nullptr || !parallel->is_bool() || parallel->as_bool();
+  Expr more =
+      many ? Expr::star(Expr::seq({Expr::byte('\n'), Expr::ref(invoke_rule)})) : Expr::empty();
+  Expr calls = Expr::seq(
+      {Expr::ref(invoke_rule), std::move(more), Expr::literal("\n" + close_tag(tags.block))});
   Expr answer = Expr::empty();
   if (required) {
     answer = std::move(calls);

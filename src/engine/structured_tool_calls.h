@@ -18,6 +18,7 @@ namespace deepinfer::engine::structured {
 //    "required": bool,   // the prompt already opened the block (tool_choice required / named):
 //                        // the output is one or more invokes and the block end, nothing else
 //    "thinking": bool,   // the output starts with free reasoning closed by </think>
+//    "parallel": bool,   // default true; false: exactly one invoke per block
 //    "tools": [{"name": s, "parameters": <JSON Schema>, "strict": bool}],
 //    "content": null | {"kind": "json_schema" | "json_object" | "regex" | "choice",
 //                       "source": <schema object | regex string | array of strings>}}

@@ -60,6 +60,8 @@ ApiService::ApiService(ApiServiceOptions options, Metrics& metrics)
 void ApiService::attach(const tokenizer::Tokenizer& tokenizer, engine::Engine& engine) {
   tokenizer_ = &tokenizer;
   engine_ = &engine;
+  grammars_ = make_grammar_cache(tokenizer);
+  structured_ = {grammars_.get(), options_.encoding, tokenizer.added_token_id("</think>")};
   metrics_.set_gauge_source([this, &engine] {
     const auto m = engine.metrics();
     const double total = m.kv_blocks_total > 0 ? double(m.kv_blocks_total) : 1.0;
@@ -191,6 +193,7 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
                          std::to_string(prompt_tokens) + " tokens");
 
   RequestLimits limits{options_.max_model_len, static_cast<int32_t>(tokenizer_->vocab_size())};
+  limits.structured = &structured_;
   auto sampling = sampling_from_request(body, conv, protocol, prompt_tokens, limits);
   if (!sampling.ok()) return fail(400, sampling.error().message);
   if (!admit(protocol, responder)) return;
@@ -358,6 +361,7 @@ void ApiService::handle_completions(HttpRequest request, ResponderPtr responder)
   if (ids.empty()) return fail(400, "prompt must not be empty");
   const int64_t prompt_tokens = static_cast<int64_t>(ids.size());
   RequestLimits limits{options_.max_model_len, static_cast<int32_t>(tokenizer_->vocab_size())};
+  limits.structured = &structured_;
   auto sampling = sampling_from_request(body, conv.value(), recipe::Protocol::ChatCompletions,
                                         prompt_tokens, limits);
   if (!sampling.ok()) return fail(400, sampling.error().message);

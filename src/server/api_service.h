@@ -15,6 +15,7 @@
 #include "server/generation_session.h"
 #include "server/metrics.h"
 #include "server/router.h"
+#include "server/structured_params.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::server {
@@ -59,6 +60,8 @@ class ApiService {
   const tokenizer::Tokenizer* tokenizer_ = nullptr;
   engine::Engine* engine_ = nullptr;
   Metrics& metrics_;
+  std::unique_ptr<engine::structured::GrammarCache> grammars_;  // structured output
+  StructuredContext structured_;
   std::atomic<int> in_flight_{0};
   std::atomic<uint64_t> next_id_{1};
   int64_t started_at_ = 0;

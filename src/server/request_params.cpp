@@ -127,6 +127,11 @@ Result<ApiSampling> sampling_from_request(const JsonObject& body,
       return type_error("n", "an integer in [1, 16]");
     out.n = static_cast<int>(*v);
   }
+  if (limits.structured != nullptr && limits.structured->cache != nullptr) {
+    auto constraint = structured_from_request(body, request, *limits.structured);
+    if (!constraint.ok()) return constraint.error();
+    p.structured = std::move(constraint.value());
+  }
   auto status = engine::validate(p, limits.vocab_size);
   if (!status.ok()) return status.error();
   return out;

@@ -9,12 +9,15 @@
 #include "common/result.h"
 #include "engine/sampling_params.h"
 #include "recipe/conversation.h"
+#include "server/structured_params.h"
 
 namespace deepinfer::server {
 
 struct RequestLimits {
   int64_t max_model_len = 4096;
   int32_t vocab_size = 0;
+  // Structured output (response_format, text.format, guided_*, strict tools); null: not read.
+  const StructuredContext* structured = nullptr;
 };
 
 struct ApiSampling {

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -274,6 +275,38 @@ TEST(StructuredEngine, ThinkingIsFreeAndTheAnswerAfterThinkEndIsConstrained) {
   }
   EXPECT_GT(with_reasoning, 0);
   validate_with_ajv(f.schemas, answers, "structured_engine_thinking");
+}
+
+// The sampler's mask equals setting the masked logits to -inf (vocabulary not a multiple of
+// 64; words all allowed, all masked and mixed).
+TEST(StructuredEngine, SamplerMaskEqualsMaskedLogits) {
+  constexpr int32_t kVocab = 200;
+  std::mt19937_64 rng(3);
+  Sampler a(kVocab), b(kVocab);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> logits(kVocab);
+    std::normal_distribution<float> n(0.0f, 2.0f);
+    for (float& l : logits) l = n(rng);
+    std::vector<uint64_t> mask(structured::mask_words(kVocab));
+    for (uint64_t& w : mask) {
+      const uint64_t kind = rng() % 3;
+      w = kind == 0 ? 0 : kind == 1 ? ~uint64_t{0} : rng() & rng();
+    }
+    mask[trial % mask.size()] |= uint64_t{1} << (trial % 8);  // at least one allowed id
+    std::vector<float> masked = logits;
+    for (int32_t i = 0; i < kVocab; ++i)
+      if (!structured::mask_test(mask, i)) masked[i] = -std::numeric_limits<float>::infinity();
+    SamplingParams p;
+    p.temperature = trial % 4 == 0 ? 0.0f : 0.9f;
+    p.top_p = trial % 2 ? 0.9f : 1.0f;
+    const std::vector<int32_t> none;
+    SampleContext with{p, static_cast<uint64_t>(trial), none, none};
+    with.allowed = mask;
+    const SampleContext without{p, static_cast<uint64_t>(trial), none, none};
+    const int32_t t = a.sample(logits, with).token;
+    EXPECT_EQ(t, b.sample(masked, without).token) << trial;
+    EXPECT_TRUE(structured::mask_test(mask, t)) << trial;
+  }
 }
 
 TEST(StructuredEngine, SubmitRejectsAGrammarWiderThanTheModel) {
