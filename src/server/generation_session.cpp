@@ -35,12 +35,12 @@ GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokeni
 
 bool GenerationSession::start(engine::EngineRequest request) {
   auto self = shared_from_this();
-  // The stream opens before the engine can produce a token: the first frames are written from
-  // the engine thread and must follow the headers.
+  // The stream opens before the engine can produce a token: the first frames must follow the
+  // headers.
   if (setup_.stream) responder_->open_stream(200, "text/event-stream");
   ++metrics_.requests_running;  // before the engine can finish it (close_exchange decrements)
-  auto submitted = engine_.submit(
-      std::move(request), [self](const engine::RequestEvent& ev) { self->on_engine_event(ev); });
+  auto submitted = engine_.submit(std::move(request),
+                                  [self](const engine::RequestEvent& ev) { self->enqueue(ev); });
   if (!submitted.ok()) {
     --metrics_.requests_running;
     ++metrics_.requests_failed;
@@ -69,6 +69,28 @@ bool GenerationSession::start(engine::EngineRequest request) {
 void GenerationSession::abort_engine() {
   abort_wanted_ = true;
   if (const uint64_t h = handle_.load()) engine_.abort(h);
+}
+
+void GenerationSession::enqueue(const engine::RequestEvent& ev) {
+  bool schedule = false;
+  {
+    std::lock_guard lock(inbox_mu_);
+    inbox_.push_back(ev);
+    schedule = !scheduled_;
+    scheduled_ = true;
+  }
+  if (schedule) responder_->post(shared_from_this());
+}
+
+void GenerationSession::run() {
+  {
+    std::lock_guard lock(inbox_mu_);
+    work_.swap(inbox_);
+    scheduled_ = false;
+  }
+  for (const auto& ev : work_) on_engine_event(ev);
+  work_.clear();
+  flush_frames();  // every token of this wake-up in one write
 }
 
 void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
@@ -128,7 +150,6 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
         finish(recipe::BackendFinish::Stop);
     }
   }
-  flush_frames();
 }
 
 void GenerationSession::feed(std::string_view text, int64_t tokens) {

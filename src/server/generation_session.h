@@ -1,15 +1,18 @@
 // One API generation in flight: the engine's token events → incremental detokenizer (special
 // tokens kept as text, spec §4.10) → recipe StreamProcessor → the API's event generator →
-// SSE frames on the Responder (stream) or the complete response (non-stream). Events arrive on
-// the engine thread, one request at a time; a client disconnect or a matched stop sequence
-// aborts the engine request.
+// SSE frames on the Responder (stream) or the complete response (non-stream). The engine thread
+// only queues each event; the work runs on the responder's executor (Responder::post), all the
+// events queued by then at once, so their frames leave in one write. A client disconnect or a
+// matched stop sequence aborts the engine request.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 #include "recipe/complete_response.h"
@@ -49,6 +52,7 @@ struct SessionSetup {
 };
 
 class GenerationSession final : public recipe::EventSink,
+                                public PostedWork,
                                 public std::enable_shared_from_this<GenerationSession> {
  public:
   GenerationSession(SessionSetup setup, const tokenizer::Tokenizer& tokenizer,
@@ -60,10 +64,14 @@ class GenerationSession final : public recipe::EventSink,
   // Stops the generation (client gone, shutdown); the exchange still ends cleanly.
   void abort() { abort_engine(); }
 
-  void on_engine_event(const engine::RequestEvent& event);
+  // Engine thread: queues the event and schedules run() on the responder's executor.
+  void enqueue(const engine::RequestEvent& event);
+  // On the responder's executor: processes every queued event, then writes their frames at once.
+  void run() override;
   void on_event(std::string_view name, std::string_view data) override;
 
  private:
+  void on_engine_event(const engine::RequestEvent& event);
   void feed(std::string_view text, int64_t tokens);
   void finish(recipe::BackendFinish reason);
   void abort_engine();
@@ -83,7 +91,11 @@ class GenerationSession final : public recipe::EventSink,
   std::unique_ptr<recipe::OutputSink> generator_;
   std::unique_ptr<TokenLogprobs> logprobs_;
   recipe::Usage usage_;  // prompt side from the first event; completion = tokens fed
-  std::string frames_;   // SSE frames of the current engine event
+  std::string frames_;   // SSE frames of the events being processed
+  std::mutex inbox_mu_;
+  std::vector<engine::RequestEvent> inbox_;  // queued by the engine thread
+  std::vector<engine::RequestEvent> work_;   // being processed (swapped with inbox_)
+  bool scheduled_ = false;                   // run() is posted and has not started
   std::atomic<uint64_t> handle_{0};
   std::atomic<bool> abort_wanted_{false};
   bool ready_sent_ = false;

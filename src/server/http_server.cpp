@@ -6,7 +6,6 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -21,11 +20,11 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 constexpr auto kNoThrow = asio::experimental::as_tuple(asio::use_awaitable);
 
-// What a handler asked for, queued until the session coroutine writes it.
+// What a handler asked for, queued until the session coroutine writes it. Stream bytes are
+// not ops: they gather in one buffer (see SessionResponder::write).
 struct Op {
-  enum class Kind { Send, Open, Write, Close } kind;
+  enum class Kind { Send, Open, Close } kind;
   HttpResponse response;  // Send; Open uses status/content_type/headers
-  std::string chunk;      // Write
 };
 
 using Strand = asio::strand<asio::io_context::executor_type>;
@@ -36,16 +35,29 @@ class SessionResponder final : public Responder,
   explicit SessionResponder(Strand strand)
       : strand_(strand), wake_(strand, std::chrono::steady_clock::time_point::max()) {}
 
-  void send(HttpResponse response) override { push(Op{Op::Kind::Send, std::move(response), {}}); }
+  void send(HttpResponse response) override { push(Op{Op::Kind::Send, std::move(response)}); }
   void open_stream(int status, std::string content_type, Headers headers) override {
     HttpResponse r;
     r.status = status;
     r.content_type = std::move(content_type);
     r.headers = std::move(headers);
-    push(Op{Op::Kind::Open, std::move(r), {}});
+    push(Op{Op::Kind::Open, std::move(r)});
   }
-  void write(std::string chunk) override { push(Op{Op::Kind::Write, {}, std::move(chunk)}); }
-  void close() override { push(Op{Op::Kind::Close, {}, {}}); }
+  // Appends to the pending bytes (their buffer and the writer's swap, so a steady stream
+  // allocates nothing) and wakes the writer unless a wake-up is already on its way.
+  void write(std::string_view chunk) override {
+    if (chunk.empty()) return;
+    {
+      std::lock_guard lock(mu_);
+      bytes_.append(chunk);
+    }
+    wake();
+  }
+  void close() override { push(Op{Op::Kind::Close, {}}); }
+  // The handler holds only a shared_ptr (asio recycles handler memory: no allocation per post).
+  void post(std::shared_ptr<PostedWork> work) override {
+    asio::post(strand_, [work = std::move(work)] { work->run(); });
+  }
   void on_disconnect(std::function<void()> callback) override {
     {
       std::lock_guard lock(mu_);
@@ -58,13 +70,14 @@ class SessionResponder final : public Responder,
   }
   bool disconnected() const override { return disconnected_.load(); }
 
-  // Session side (runs on strand_).
-  bool take(std::deque<Op>& out) {
+  // Session side (runs on strand_): everything asked for since the last take.
+  bool take(std::vector<Op>& ops, std::string& bytes) {
     std::lock_guard lock(mu_);
-    out.swap(ops_);
-    return !out.empty();
+    ops.swap(ops_);
+    bytes.swap(bytes_);
+    return !ops.empty() || !bytes.empty();
   }
-  asio::steady_timer& wake() { return wake_; }
+  asio::steady_timer& wake_timer() { return wake_; }
   void mark_disconnected() {
     std::function<void()> callback;
     {
@@ -81,15 +94,30 @@ class SessionResponder final : public Responder,
       std::lock_guard lock(mu_);
       ops_.push_back(std::move(op));
     }
-    // The wait starts on the strand right after an empty take(), so a cancel posted to the
-    // same strand can never be lost.
-    asio::post(strand_, [self = shared_from_this()] { self->wake_.cancel(); });
+    wake();
+  }
+  // The writer waits on the strand right after an empty take(), so a cancel made on the strand
+  // (directly, or posted to it after new work was queued) can never be lost. One posted wake-up
+  // in flight is enough: it runs after everything queued before it, and any work queued after
+  // it was cleared posts anew.
+  void wake() {
+    if (strand_.running_in_this_thread()) {  // posted work of this exchange: no hop needed
+      wake_.cancel();
+      return;
+    }
+    if (wake_pending_.exchange(true)) return;
+    asio::post(strand_, [self = shared_from_this()] {
+      self->wake_pending_.store(false);
+      self->wake_.cancel();
+    });
   }
 
   Strand strand_;
   asio::steady_timer wake_;
   std::mutex mu_;
-  std::deque<Op> ops_;
+  std::vector<Op> ops_;
+  std::string bytes_;
+  std::atomic<bool> wake_pending_{false};
   std::function<void()> on_disconnect_;
   std::atomic<bool> disconnected_{false};
 };
@@ -127,9 +155,11 @@ struct HttpServer::Impl {
         if (stopping) co_return;
         continue;
       }
+      // SSE frames are small and latency-bound: no Nagle delay behind an unacknowledged frame.
+      beast::error_code nodelay_ec;
+      socket.set_option(tcp::no_delay(true), nodelay_ec);
       auto strand = asio::make_strand(ioc.get_executor());
-      asio::co_spawn(strand, session(beast::tcp_stream(std::move(socket)), strand),
-                     asio::detached);
+      asio::co_spawn(strand, session(beast::tcp_stream(std::move(socket)), strand), asio::detached);
     }
   }
 
@@ -143,9 +173,11 @@ struct HttpServer::Impl {
       auto [ec, n] = co_await http::async_read(stream, buffer, parser, kNoThrow);
       (void)n;
       if (ec == http::error::body_limit) {
-        HttpResponse r{413, "application/json",
-                       R"({"error":{"message":"Request body too large","type":"invalid_request_error","param":null,"code":"request_too_large"}})",
-                       {}};
+        HttpResponse r{
+            413,
+            "application/json",
+            R"({"error":{"message":"Request body too large","type":"invalid_request_error","param":null,"code":"request_too_large"}})",
+            {}};
         auto res = to_beast(std::move(r), 11, false);
         co_await http::async_write(stream, res, kNoThrow);
         co_return;
@@ -153,9 +185,11 @@ struct HttpServer::Impl {
       if (ec) {
         if (ec != http::error::end_of_stream && ec != asio::error::operation_aborted &&
             ec != beast::error::timeout && !stopping) {
-          HttpResponse r{400, "application/json",
-                         R"({"error":{"message":"Malformed HTTP request","type":"invalid_request_error","param":null,"code":"invalid_request_error"}})",
-                         {}};
+          HttpResponse r{
+              400,
+              "application/json",
+              R"({"error":{"message":"Malformed HTTP request","type":"invalid_request_error","param":null,"code":"invalid_request_error"}})",
+              {}};
           auto res = to_beast(std::move(r), 11, false);
           co_await http::async_write(stream, res, kNoThrow);
         }
@@ -199,76 +233,79 @@ struct HttpServer::Impl {
   static std::shared_ptr<bool> watch_disconnect(tcp::socket& socket, Strand strand,
                                                 std::shared_ptr<SessionResponder> responder) {
     auto watching = std::make_shared<bool>(true);
-    socket.async_wait(tcp::socket::wait_read,
-                      asio::bind_executor(strand, [watching, &socket, responder](
-                                                      beast::error_code ec) {
-                        if (!*watching) return;
-                        *watching = false;
-                        beast::error_code avail_ec;
-                        if (ec || socket.available(avail_ec) == 0 || avail_ec)
-                          responder->mark_disconnected();
-                      }));
+    socket.async_wait(
+        tcp::socket::wait_read,
+        asio::bind_executor(strand, [watching, &socket, responder](beast::error_code ec) {
+          if (!*watching) return;
+          *watching = false;
+          beast::error_code avail_ec;
+          if (ec || socket.available(avail_ec) == 0 || avail_ec) responder->mark_disconnected();
+        }));
     return watching;
   }
 
   // Writes what the handler produces until the exchange is complete. Returns whether the
-  // connection may serve another request.
+  // connection may serve another request. The stream bytes gathered since the last write go
+  // out as one chunk; an Open always comes before a stream's bytes and a Close after them.
   asio::awaitable<bool> drain(beast::tcp_stream& stream, SessionResponder& responder,
                               unsigned version, bool keep_alive) {
-    std::deque<Op> ops;
+    std::vector<Op> ops;
+    std::string bytes;
     bool streaming = false;
     for (;;) {
-      if (!responder.take(ops)) {
-        responder.wake().expires_at(std::chrono::steady_clock::time_point::max());
-        co_await responder.wake().async_wait(kNoThrow);
+      if (!responder.take(ops, bytes)) {
+        responder.wake_timer().expires_at(std::chrono::steady_clock::time_point::max());
+        co_await responder.wake_timer().async_wait(kNoThrow);
         continue;
       }
-      for (auto& op : ops) {
-        beast::error_code ec;
-        switch (op.kind) {
-          case Op::Kind::Send: {
-            if (streaming) break;
-            auto res = to_beast(std::move(op.response), version, keep_alive);
-            std::tie(ec, std::ignore) = co_await http::async_write(stream, res, kNoThrow);
-            if (ec) responder.mark_disconnected();
-            co_return !ec && keep_alive;
-          }
-          case Op::Kind::Open: {
-            http::response<http::empty_body> res{static_cast<http::status>(op.response.status),
-                                                  version};
-            res.set(http::field::server, "deepinfer");
-            res.set(http::field::content_type, op.response.content_type);
-            res.set(http::field::cache_control, "no-cache");
-            for (auto& [k, v] : op.response.headers) res.set(k, v);
-            res.chunked(true);
-            res.keep_alive(keep_alive);
-            http::response_serializer<http::empty_body> sr{res};
-            std::tie(ec, std::ignore) = co_await http::async_write_header(stream, sr, kNoThrow);
-            streaming = true;
-            break;
-          }
-          case Op::Kind::Write:
-            if (!streaming || op.chunk.empty()) break;
-            std::tie(ec, std::ignore) = co_await asio::async_write(
-                stream, http::make_chunk(asio::buffer(op.chunk)), kNoThrow);
-            break;
-          case Op::Kind::Close:
-            if (streaming)
-              std::tie(ec, std::ignore) =
-                  co_await asio::async_write(stream, http::make_chunk_last(), kNoThrow);
-            co_return !ec && keep_alive && streaming;
+      beast::error_code ec;
+      size_t i = 0;
+      for (; i < ops.size() && ops[i].kind != Op::Kind::Close; ++i) {
+        Op& op = ops[i];
+        if (op.kind == Op::Kind::Send) {
+          if (streaming) continue;
+          auto res = to_beast(std::move(op.response), version, keep_alive);
+          std::tie(ec, std::ignore) = co_await http::async_write(stream, res, kNoThrow);
+          if (ec) responder.mark_disconnected();
+          co_return !ec && keep_alive;
         }
-        if (ec) {
-          responder.mark_disconnected();
-          co_return false;
-        }
+        http::response<http::empty_body> res{static_cast<http::status>(op.response.status),
+                                             version};
+        res.set(http::field::server, "deepinfer");
+        res.set(http::field::content_type, op.response.content_type);
+        res.set(http::field::cache_control, "no-cache");
+        for (auto& [k, v] : op.response.headers) res.set(k, v);
+        res.chunked(true);
+        res.keep_alive(keep_alive);
+        http::response_serializer<http::empty_body> sr{res};
+        std::tie(ec, std::ignore) = co_await http::async_write_header(stream, sr, kNoThrow);
+        streaming = true;
+        if (ec) break;
+      }
+      // Chunks go straight to the socket: the stream has no deadline while it is answered, and
+      // beast's timed stream would allocate its operation state on every write.
+      if (!ec && streaming && !bytes.empty()) {
+        std::tie(ec, std::ignore) = co_await asio::async_write(
+            stream.socket(), http::make_chunk(asio::buffer(bytes)), kNoThrow);
+      }
+      bytes.clear();
+      if (!ec && i < ops.size()) {  // Close
+        if (streaming)
+          std::tie(ec, std::ignore) =
+              co_await asio::async_write(stream.socket(), http::make_chunk_last(), kNoThrow);
+        co_return !ec && keep_alive && streaming;
+      }
+      if (ec) {
+        responder.mark_disconnected();
+        co_return false;
       }
       ops.clear();
     }
   }
 };
 
-HttpServer::HttpServer(HttpServerOptions options, Handler handler) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(HttpServerOptions options, Handler handler)
+    : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   impl_->handler = std::move(handler);
 }
@@ -295,9 +332,7 @@ Status HttpServer::start() {
   impl_->bound_port = acceptor.local_endpoint().port();
   asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
   for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
-    impl_->threads.emplace_back([this] {
-      impl_->ioc.run();
-    });
+    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
   return Status::Ok();
 }
 

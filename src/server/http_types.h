@@ -40,15 +40,27 @@ struct HttpResponse {
 
 // One HTTP exchange seen from a handler: reply once with send(), or open_stream() and then
 // write() body pieces and close(). Thread-safe: any thread may call these; the transport does
-// the I/O on the connection's own executor. on_disconnect runs (once, on an I/O thread) when the
-// client goes away before the exchange finished.
+// the I/O on the connection's own executor. write() copies the bytes into the stream's pending
+// buffer: pieces written while the previous write is in flight go out together in one chunk.
+// post() runs work on the exchange's executor, one piece of work at a time (in order), so that
+// a handler can do per-token work off the engine thread; an in-memory responder may run it at
+// once. on_disconnect runs (once, on an I/O thread) when the client goes away before the
+// exchange finished.
+// Work a handler hands to Responder::post (kept alive until it has run or been dropped).
+class PostedWork {
+ public:
+  virtual ~PostedWork() = default;
+  virtual void run() = 0;
+};
+
 class Responder {
  public:
   virtual ~Responder() = default;
   virtual void send(HttpResponse response) = 0;
   virtual void open_stream(int status, std::string content_type, Headers headers = {}) = 0;
-  virtual void write(std::string chunk) = 0;
+  virtual void write(std::string_view chunk) = 0;
   virtual void close() = 0;
+  virtual void post(std::shared_ptr<PostedWork> work) = 0;
   virtual void on_disconnect(std::function<void()> callback) = 0;
   virtual bool disconnected() const = 0;
 };

@@ -76,8 +76,9 @@ class ChoiceResponder final : public Responder {
       : merger_(std::move(merger)), index_(index) {}
   void send(HttpResponse response) override { merger_->deliver(index_, std::move(response)); }
   void open_stream(int, std::string, Headers) override {}
-  void write(std::string) override {}
+  void write(std::string_view) override {}
   void close() override {}
+  void post(std::shared_ptr<PostedWork> work) override { merger_->target()->post(std::move(work)); }
   void on_disconnect(std::function<void()> callback) override {
     // All choices share the client's connection; each registers its own abort.
     auto previous = std::make_shared<std::function<void()>>(std::move(callback));
@@ -100,9 +101,9 @@ class MultiChoiceStream {
         target_(std::move(target)),
         usage_chunk_(std::move(usage_chunk)) {}
 
-  void write(std::string chunk) {
+  void write(std::string_view chunk) {
     std::lock_guard lock(mu_);
-    if (!finished_) target_->write(std::move(chunk));
+    if (!finished_) target_->write(chunk);
   }
   void report(int index, const recipe::Usage& usage) {
     std::lock_guard lock(mu_);
@@ -128,7 +129,7 @@ class MultiChoiceStream {
       if (!data.empty()) tail = "data: " + data + "\n\n";
     }
     tail += "data: [DONE]\n\n";
-    target_->write(std::move(tail));
+    target_->write(tail);
     target_->close();
   }
   const ResponderPtr& target() const { return target_; }
@@ -157,7 +158,8 @@ class StreamChoiceResponder final : public Responder {
     stream_->closed(index_);
   }
   void open_stream(int, std::string, Headers) override {}
-  void write(std::string chunk) override { stream_->write(std::move(chunk)); }
+  void write(std::string_view chunk) override { stream_->write(chunk); }
+  void post(std::shared_ptr<PostedWork> work) override { stream_->target()->post(std::move(work)); }
   void close() override { stream_->closed(index_); }
   void on_disconnect(std::function<void()> callback) override {
     chain_->push_back(std::make_shared<std::function<void()>>(std::move(callback)));

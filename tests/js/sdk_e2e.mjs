@@ -54,6 +54,10 @@ async function responses() {
   let completed;
   for await (const event of stream) if (event.type === "response.completed") completed = event.response;
   assert.deepEqual(completed.output.map((o) => o.type), full.output.map((o) => o.type));
+  // Same text and arguments item by item (ids differ per response).
+  const essence = (o) => o.type === "function_call" ? [o.name, o.arguments]
+    : (o.content ?? []).map((p) => p.text);
+  assert.deepEqual(completed.output.map(essence), full.output.map(essence));
 }
 
 async function messages() {
@@ -72,6 +76,8 @@ async function messages() {
     const final = await anthropic.messages.stream(body).finalMessage();
     assert.deepEqual(final.content.map((b) => b.type), full.content.map((b) => b.type));
     assert.deepEqual(final.content.find((b) => b.type === "tool_use").input, { city: "Paris" });
+    const essence = (b) => b.type === "tool_use" ? [b.name, b.input] : (b.text ?? b.thinking);
+    assert.deepEqual(final.content.map(essence), full.content.map(essence));
   }
 }
 

@@ -29,12 +29,13 @@ class MemoryResponder final : public Responder {
     reply_.headers = std::move(headers);
     streamed_ = true;
   }
-  void write(std::string chunk) override {
+  void write(std::string_view chunk) override {
     std::lock_guard lock(mu_);
     reply_.body += chunk;
     ++writes_;
     cv_.notify_all();
   }
+  void post(std::shared_ptr<PostedWork> work) override { work->run(); }  // at once, here
   void close() override {
     std::lock_guard lock(mu_);
     done_ = true;
