@@ -1,5 +1,6 @@
 // CudaModel: loading (weights uploaded as shipped), state and scratch allocation, the public API.
 #include <algorithm>
+#include <tuple>
 
 #include "backend/cuda/device_model.cuh"
 #include "model/rope.h"
@@ -116,7 +117,8 @@ Status CudaModel::Impl::upload(const model::Model& m) {
     b.upload(exec, reinterpret_cast<const uint8_t*>(host.data()), host.size() * sizeof(DevWeight));
     const DevWeight* p = reinterpret_cast<const DevWeight*>(b.ptr);
     blobs.push_back(std::move(b));
-    return std::make_pair(p, !host.empty() && host[0].quantized() && host[0].quantize_input);
+    const bool quant = !host.empty() && host[0].quantized() && host[0].quantize_input;
+    return std::make_tuple(p, quant, host.empty() ? DevFormat::F32 : host[0].format);
   };
   hc_head_w = hc(w.hc_head);
   blocks.resize(w.blocks.size());
@@ -158,9 +160,12 @@ Status CudaModel::Impl::upload(const model::Model& m) {
     d.ffn.w1 = upload_weight(b.shared.w1);
     d.ffn.w2 = upload_weight(b.shared.w2);
     d.ffn.w3 = upload_weight(b.shared.w3);
-    auto [r1, q1] = experts(b.experts, 1);
-    auto [r2, q2] = experts(b.experts, 2);
-    auto [r3, q3] = experts(b.experts, 3);
+    auto [r1, q1, f1] = experts(b.experts, 1);
+    auto [r2, q2, f2] = experts(b.experts, 2);
+    auto [r3, q3, f3] = experts(b.experts, 3);
+    d.ffn.f1 = f1;
+    d.ffn.f2 = f2;
+    d.ffn.f3 = f3;
     d.ffn.r1 = r1;
     d.ffn.r2 = r2;
     d.ffn.r3 = r3;

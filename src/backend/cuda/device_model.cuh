@@ -31,6 +31,7 @@ struct DevExperts {
   const DevWeight* r2 = nullptr;
   const DevWeight* r3 = nullptr;
   bool routed_quantized = false;
+  DevFormat f1 = DevFormat::F32, f2 = DevFormat::F32, f3 = DevFormat::F32;
 };
 
 struct DevBlock {

@@ -288,12 +288,12 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   const int64_t slots = n * K;
   const bool qx = official && B.ffn.routed_quantized;
   linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r1, idx.ptr, rh1.ptr, inter, inter, d,
-                 official, qx, xq.ptr);
+                 official, qx, B.ffn.f1, xq.ptr);
   linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r3, idx.ptr, rh3.ptr, inter, inter, d,
-                 official, qx, xq.ptr);
+                 official, qx, B.ffn.f3, xq.ptr);
   swiglu(exec, rh1.ptr, rh3.ptr, slots, inter, limit, official ? wts.ptr : nullptr, official);
   linear_experts(exec, rh1.ptr, true, slots, K, B.ffn.r2, idx.ptr, rout.ptr, d, d, inter, official,
-                 qx, xq.ptr);
+                 qx, B.ffn.f2, xq.ptr);
   moe_combine(exec, rout.ptr, wts.ptr, n, K, d, official, official, y.ptr);
 }
 

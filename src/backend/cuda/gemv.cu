@@ -163,9 +163,171 @@ __global__ void gemv_experts_kernel(const float* __restrict__ x, bool x_per_slot
   if (lane == 0) y[s * ldy + o] = (official && w.quantized()) ? bf16r(acc) : acc;
 }
 
+// ---- v2: four output columns per warp (the activation chunk loaded once serves four weight
+// rows), 16-byte weight loads: 8 bf16 / 16 fp8 / 16 fp4 (8 bytes) elements per lane per row.
+template <DevFormat F>
+struct Chunk {
+  static constexpr int kElems = (F == DevFormat::BF16 || F == DevFormat::F32) ? 8 : 16;
+};
+
+template <DevFormat F>
+__device__ __forceinline__ void load_chunk(const DevWeight& w, int64_t o, int64_t k, float* v) {
+  const int64_t r = o + w.row0;
+  if constexpr (F == DevFormat::F32 || F == DevFormat::BF16) {
+    load8(w, o, k, v);
+  } else if constexpr (F == DevFormat::FP8) {
+    const uint4 q = __ldg(reinterpret_cast<const uint4*>(w.data + r * w.stride + k));
+    const float s = w.scale_at(r / w.block_out, k / w.block_in) * 0x1p120f;
+    const uint32_t u[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const int32_t c =
+          static_cast<int32_t>(static_cast<int8_t>((u[i / 4] >> (8 * (i % 4))) & 0xff));
+      v[i] = __uint_as_float((static_cast<uint32_t>(c) << 20) & 0x87f00000u) * s;
+    }
+  } else {
+    const uint2 q = __ldg(reinterpret_cast<const uint2*>(w.data + ((r * w.stride + k) >> 1)));
+    const float s = w.scale_at(r, k / w.block_in);
+    const uint32_t u[2] = {q.x, q.y};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t nib = (u[i / 8] >> (4 * (i % 8))) & 0xf;
+      const uint32_t e = (nib >> 1) & 3, m = nib & 1;
+      uint32_t bits = e ? ((e + 126) << 23) | (m << 22) : (m ? 0x3f000000u : 0u);
+      bits |= (nib & 8) << 28;
+      v[i] = __uint_as_float(bits) * s;
+    }
+  }
+}
+
+constexpr int kCols = 4;
+
+template <int R, DevFormat F>
+__global__ void gemv4_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
+                             float* __restrict__ y, int64_t ldy, bool round_out) {
+  constexpr int E = Chunk<F>::kElems;
+  const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
+  const int lane = threadIdx.x & 31;
+  if (o0 >= w.out) return;
+  float acc[R][kCols];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
+  for (int64_t k = lane * E; k < w.in; k += 32 * E) {
+    float wv[kCols][E];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      if (o0 + c < w.out) {
+        load_chunk<F>(w, o0 + c, k, wv[c]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i) wv[c][i] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r < n) {
+        float xv[E];
+        const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
+#pragma unroll
+        for (int i = 0; i < E / 4; ++i) {
+          const float4 a = xp[i];
+          xv[4 * i] = a.x, xv[4 * i + 1] = a.y, xv[4 * i + 2] = a.z, xv[4 * i + 3] = a.w;
+        }
+#pragma unroll
+        for (int c = 0; c < kCols; ++c)
+#pragma unroll
+          for (int i = 0; i < E; ++i) acc[r][c] += xv[i] * wv[c][i];
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      float v = acc[r][c];
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+      if (lane == 0 && r < n && o0 + c < w.out) y[r * ldy + o0 + c] = round_out ? bf16r(v) : v;
+    }
+  }
+}
+
+template <DevFormat F>
+__global__ void experts4_kernel(const float* __restrict__ x, bool x_per_slot, int64_t n_slots,
+                                int K, const DevWeight* __restrict__ experts,
+                                const int32_t* __restrict__ idx, float* __restrict__ y, int64_t ldy,
+                                int64_t out, int64_t in, bool official) {
+  constexpr int E = Chunk<F>::kElems;
+  const int64_t groups = (out + kCols - 1) / kCols;
+  const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (g >= n_slots * groups) return;
+  const int64_t s = g / groups, o0 = (g % groups) * kCols;
+  const DevWeight w = experts[idx[s]];
+  const float* xr = x + (x_per_slot ? s : s / K) * in;
+  float acc[kCols] = {};
+  for (int64_t k = lane * E; k < in; k += 32 * E) {
+    float xv[E];
+    const float4* xp = reinterpret_cast<const float4*>(xr + k);
+#pragma unroll
+    for (int i = 0; i < E / 4; ++i) {
+      const float4 a = xp[i];
+      xv[4 * i] = a.x, xv[4 * i + 1] = a.y, xv[4 * i + 2] = a.z, xv[4 * i + 3] = a.w;
+    }
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      if (o0 + c >= out) continue;
+      float wv[E];
+      load_chunk<F>(w, o0 + c, k, wv);
+#pragma unroll
+      for (int i = 0; i < E; ++i) acc[c] += xv[i] * wv[i];
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    float v = acc[c];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0 && o0 + c < out) y[s * ldy + o0 + c] = (official && w.quantized()) ? bf16r(v) : v;
+  }
+}
+
+int g_version = 1;  // v2 once measured on the device (kernel_report)
+
+template <int R>
+void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& w, float* y,
+                  int64_t ldy, bool round_out) {
+  constexpr int kThreads = 256;
+  const int64_t warps = (w.out + kCols - 1) / kCols;
+  const unsigned blocks = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
+  switch (w.format) {
+    case DevFormat::F32:
+      gemv4_kernel<R, DevFormat::F32>
+          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      break;
+    case DevFormat::BF16:
+      gemv4_kernel<R, DevFormat::BF16>
+          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      break;
+    case DevFormat::FP8:
+      gemv4_kernel<R, DevFormat::FP8>
+          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      break;
+    case DevFormat::FP4:
+      gemv4_kernel<R, DevFormat::FP4>
+          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      break;
+  }
+  e.note(cudaGetLastError());
+}
+
 }  // namespace
 
 void set_fast_kernels(bool on) { g_fast = on; }
+void set_gemv_version(int v) { g_version = v; }
+int gemv_version() { return g_version; }
 bool fast_kernels() { return g_fast; }
 
 bool gemv_supported(const DevWeight& w, int64_t n) {
@@ -185,9 +347,22 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
     e.note(cudaGetLastError());
     return;
   }
+  const int rows = static_cast<int>(n);
+  const bool v2_ok = g_version >= 2 && w.in % 16 == 0 && ldx % 4 == 0;
+  if (v2_ok) {
+    if (n == 1) {
+      launch_gemv4<1>(e, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n == 2) {
+      launch_gemv4<2>(e, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n <= 4) {
+      launch_gemv4<4>(e, x, ldx, rows, w, y, ldy, round_out);
+    } else {
+      launch_gemv4<8>(e, x, ldx, rows, w, y, ldy, round_out);
+    }
+    return;
+  }
   constexpr int kThreads = 256;
   const unsigned blocks = static_cast<unsigned>((w.out * 32 + kThreads - 1) / kThreads);
-  const int rows = static_cast<int>(n);
   if (n == 1) {
     gemv_kernel<1><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
   } else if (n == 2) {
@@ -206,8 +381,32 @@ bool gemv_experts_supported(int64_t n_slots, int64_t in) {
 
 void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
                   const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy, int64_t out,
-                  int64_t in, bool official) {
+                  int64_t in, bool official, DevFormat format) {
   constexpr int kThreads = 256;
+  if (g_version >= 2 && in % 16 == 0) {
+    const int64_t warps = n_slots * ((out + kCols - 1) / kCols);
+    const unsigned b = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
+#define DI_EXPERTS4(F)                                                                         \
+  experts4_kernel<F><<<b, kThreads, 0, e.stream>>>(x, x_per_slot, n_slots, K, experts, idx, y, \
+                                                   ldy, out, in, official)
+    switch (format) {
+      case DevFormat::F32:
+        DI_EXPERTS4(DevFormat::F32);
+        break;
+      case DevFormat::BF16:
+        DI_EXPERTS4(DevFormat::BF16);
+        break;
+      case DevFormat::FP8:
+        DI_EXPERTS4(DevFormat::FP8);
+        break;
+      case DevFormat::FP4:
+        DI_EXPERTS4(DevFormat::FP4);
+        break;
+    }
+#undef DI_EXPERTS4
+    e.note(cudaGetLastError());
+    return;
+  }
   const unsigned blocks = static_cast<unsigned>((n_slots * out * 32 + kThreads - 1) / kThreads);
   gemv_experts_kernel<<<blocks, kThreads, 0, e.stream>>>(x, x_per_slot, n_slots, K, experts, idx, y,
                                                          ldy, out, in, official);

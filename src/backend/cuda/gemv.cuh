@@ -19,11 +19,20 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
 bool gemv_experts_supported(int64_t n_slots, int64_t in);
 void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
                   const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy, int64_t out,
-                  int64_t in, bool official);
+                  int64_t in, bool official, DevFormat format);
 
 // Set false to force the reference kernels (tests compare both).
 void set_fast_kernels(bool on);
 bool fast_kernels();
+// Tensor-core (WMMA bf16) GEMM for products whose inputs and weights are bf16-exact (official
+// numerics, FP8/FP4 weights), more than 8 rows. set_tensor_cores(false) keeps the fp32 tiles.
+void gemm_tc(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+             int64_t ldy, bool round_out);
+void set_tensor_cores(bool on);
+bool tensor_cores();
+// 1: a warp per output column; 2 (default): four columns per warp, 16-byte weight loads.
+void set_gemv_version(int v);
+int gemv_version();
 
 }  // namespace deepinfer::cuda
 

@@ -55,10 +55,17 @@ const char* name(DevFormat f) {
 
 }  // namespace
 
+void select_kernels(int gemv_version, bool tensor_cores) {
+  set_gemv_version(gemv_version);
+  set_tensor_cores(tensor_cores);
+}
+
 std::vector<KernelCheck> kernel_report() {
   std::vector<KernelCheck> out;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
+  const int version0 = gemv_version();
+  const bool tc0 = tensor_cores();
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(7);
@@ -74,47 +81,63 @@ std::vector<KernelCheck> kernel_report() {
       for (auto& v : hx) v = g(rng);
       DeviceArray<float> x, y_ref, y_fast, xq;
       x.upload(e, hx);
+      xq.allocate(e, hx.size());
       y_ref.allocate(e, static_cast<size_t>(n * rows_out));
       y_fast.allocate(e, static_cast<size_t>(n * rows_out));
-      set_fast_kernels(false);
-      const int64_t check_rows = n > 64 ? 64 : n;  // the reference is slow: check a slice
-      linear(e, x.ptr, in, check_rows, m.w.rows(0, 2048), y_ref.ptr, rows_out, false, xq.ptr);
-      set_fast_kernels(true);
-      linear(e, x.ptr, in, n, m.w, y_fast.ptr, rows_out, false, xq.ptr);
-      std::vector<float> a(static_cast<size_t>(n * rows_out)), b(a.size());
-      e.to_host(a.data(), y_ref.ptr, a.size() * 4);
-      e.to_host(b.data(), y_fast.ptr, b.size() * 4);
-      if (!e.sync().ok()) break;
-      double num = 0, den = 0;
-      for (int64_t r = 0; r < check_rows; ++r) {
-        for (int64_t o = 0; o < 2048; ++o) {
-          const size_t i = static_cast<size_t>(r * rows_out + o);
-          num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
-          den = std::max(den, static_cast<double>(std::fabs(a[i])));
+      // variants: decode GEMV v1 / v2 (exact fp32 inputs); prefill fp32 tiles (exact) and the
+      // tensor-core tiles (official: FP8-quantized inputs, bf16 outputs)
+      for (int variant = 0; variant < 2; ++variant) {
+        const bool official = n > 8 && variant == 1;
+        if (n <= 8) set_gemv_version(variant + 1);
+        set_tensor_cores(official);
+        const int64_t check_rows = n > 64 ? 64 : n;  // the reference is slow: check a slice
+        set_fast_kernels(false);
+        linear(e, x.ptr, in, check_rows, m.w.rows(0, 2048), y_ref.ptr, rows_out, official, xq.ptr);
+        set_fast_kernels(true);
+        linear(e, x.ptr, in, n, m.w, y_fast.ptr, rows_out, official, xq.ptr);
+        std::vector<float> a(static_cast<size_t>(n * rows_out)), b(a.size());
+        e.to_host(a.data(), y_ref.ptr, a.size() * 4);
+        e.to_host(b.data(), y_fast.ptr, b.size() * 4);
+        if (!e.sync().ok()) break;
+        double num = 0, den = 0;
+        for (int64_t r = 0; r < check_rows; ++r) {
+          for (int64_t o = 0; o < 2048; ++o) {
+            const size_t i = static_cast<size_t>(r * rows_out + o);
+            num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
+            den = std::max(den, static_cast<double>(std::fabs(a[i])));
+          }
         }
+        const int iters = n >= 64 ? 5 : 50;
+        cudaEventRecord(t0, e.stream);
+        for (int it = 0; it < iters; ++it)
+          linear(e, x.ptr, in, n, m.w, y_fast.ptr, rows_out, official, xq.ptr);
+        cudaEventRecord(t1, e.stream);
+        cudaEventSynchronize(t1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, t0, t1);
+        ms /= static_cast<float>(iters);
+        const double wbytes = static_cast<double>(m.data.bytes() + m.scale.bytes());
+        const double gbs = wbytes / (ms * 1e-3) / 1e9;
+        const double tflops = 2.0 * static_cast<double>(n) * rows_out * in / (ms * 1e-3) / 1e12;
+        const char* what = n <= 8 ? (variant == 0 ? "gemv-v1" : "gemv-v2")
+                                  : (official && f != DevFormat::BF16 ? "tile-tc " : "tile-f32");
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "%-4s %s %6lldx%lld n=%-4lld %8.3f ms  %7.1f GB/s of weights (%4.1f%% of "
+                      "4.8 TB/s)  %6.2f TFLOP/s  rel.err %.2e",
+                      name(f), what, static_cast<long long>(rows_out), static_cast<long long>(in),
+                      static_cast<long long>(n), ms, gbs, gbs / 48.0, tflops,
+                      den > 0 ? num / den : 0);
+        KernelCheck kc;
+        kc.line = line;
+        kc.rel_error = den > 0 ? num / den : 0;
+        kc.tolerance = official ? 1e-2 : 1e-4;
+        out.push_back(kc);
       }
-      const int iters = n >= 64 ? 5 : 50;
-      cudaEventRecord(t0, e.stream);
-      for (int it = 0; it < iters; ++it)
-        linear(e, x.ptr, in, n, m.w, y_fast.ptr, rows_out, false, xq.ptr);
-      cudaEventRecord(t1, e.stream);
-      cudaEventSynchronize(t1);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, t0, t1);
-      ms /= static_cast<float>(iters);
-      const double wbytes = static_cast<double>(m.data.bytes() + m.scale.bytes());
-      const double gbs = wbytes / (ms * 1e-3) / 1e9;
-      const double tflops = 2.0 * static_cast<double>(n) * rows_out * in / (ms * 1e-3) / 1e12;
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "%-4s %6lldx%lld n=%-4lld %8.3f ms  %7.1f GB/s of weights (%4.1f%% of 4.8 TB/s)"
-                    "  %6.2f TFLOP/s  rel.err %.2e",
-                    name(f), static_cast<long long>(rows_out), static_cast<long long>(in),
-                    static_cast<long long>(n), ms, gbs, gbs / 48.0, tflops,
-                    den > 0 ? num / den : 0);
-      out.push_back({line, den > 0 ? num / den : 0});
     }
   }
+  set_gemv_version(version0);
+  set_tensor_cores(tc0);
   cudaEventDestroy(t0);
   cudaEventDestroy(t1);
   cudaStreamDestroy(e.stream);

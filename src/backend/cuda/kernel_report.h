@@ -11,9 +11,14 @@ namespace deepinfer::cuda {
 struct KernelCheck {
   std::string line;      // human-readable result
   double rel_error = 0;  // ‖fast − reference‖∞ / ‖reference‖∞
+  double tolerance = 0;  // what rel_error must stay under (bf16 outputs: 1e-2)
 };
 
 // Needs a device; returns an empty list without one.
 std::vector<KernelCheck> kernel_report();
+
+// Which matrix kernels the forward uses: decode GEMV version (1: a warp per column; 2: four
+// columns per warp, 16-byte loads) and the tensor-core tiles for official FP8/FP4 products.
+void select_kernels(int gemv_version, bool tensor_cores);
 
 }  // namespace deepinfer::cuda

@@ -50,6 +50,10 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
     x = xq;
     ldx = in;
   }
+  if (!e.emulate && fast_kernels() && tensor_cores() && quant && n > 8) {
+    gemm_tc(e, x, ldx, n, w, y, ldy, quant);
+    return;
+  }
   if (!e.emulate && gemv_supported(w, n)) {
     gemv(e, x, ldx, n, w, y, ldy, quant);
     return;
@@ -76,7 +80,8 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
 
 void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
                     const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy,
-                    int64_t out, int64_t in, bool official, bool quantize_x, float* xq) {
+                    int64_t out, int64_t in, bool official, bool quantize_x, DevFormat format,
+                    float* xq) {
   // Quantized experts take FP8-quantized inputs (per 1×128) in the official numerics.
   const int64_t xrows = x_per_slot ? n_slots : n_slots / K;
   if (quantize_x) {
@@ -85,7 +90,7 @@ void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, i
     x = xq;
   }
   if (!e.emulate && gemv_experts_supported(n_slots, in)) {
-    gemv_experts(e, x, x_per_slot, n_slots, K, experts, idx, y, ldy, out, in, official);
+    gemv_experts(e, x, x_per_slot, n_slots, K, experts, idx, y, ldy, out, in, official, format);
     return;
   }
   e.each(n_slots * out, [=] DI_HD(int64_t i) {

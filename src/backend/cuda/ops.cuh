@@ -29,10 +29,12 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
             int64_t ldy, bool official, float* xq);
 
 // The same per routed slot: slot s = r·K + k uses expert idx[s] of `experts` (a device array) on
-// x row s / K (x_per_slot: row s instead) into y row s; quantize_x: FP8-quantize x first.
+// x row s / K (x_per_slot: row s instead) into y row s; quantize_x: FP8-quantize x first;
+// format: the experts' (common) storage format.
 void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
                     const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy,
-                    int64_t out, int64_t in, bool official, bool quantize_x, float* xq);
+                    int64_t out, int64_t in, bool official, bool quantize_x, DevFormat format,
+                    float* xq);
 
 // x ← bf16(e4m3(x/s)·s) per block of `block` along rows of `dim` (rows × dim).
 void fp8_quant_rows(Exec& e, float* x, int64_t rows, int64_t dim, int block);
