@@ -97,7 +97,12 @@ Expr int_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
 class Compiler {
  public:
   Compiler(Grammar& g, const Json& root, bool exclude_dsml_bar = false)
-      : g_(g), root_(root), exclude_dsml_bar_(exclude_dsml_bar) {}
+      : g_(g), root_(&root), exclude_dsml_bar_(exclude_dsml_bar) {}
+  // Another document for $refs (rules for plain values and strings stay shared).
+  void set_root(const Json& root) {
+    root_ = &root;
+    refs_.clear();
+  }
 
   Result<Expr> compile(const Json& s, const std::string& path, int depth);
   // The raw characters (no JSON quoting or escaping) of a schema that admits only strings;
@@ -131,12 +136,15 @@ class Compiler {
                              : utf8_any_char(ascii_excluded);
   }
   Expr raw_char() const { return any_char(ByteSet{}); }
+  // Raw characters, any number: one right-recursive rule shared by every raw string (a
+  // repetition helper per use would cost a full-vocabulary precompute each).
+  uint32_t raw_chars_rule();
   Result<Expr> compile_number(const JsonObject& s, bool integer, const std::string& path);
 
   Grammar& g_;
-  const Json& root_;
+  const Json* root_;
   std::map<std::string, uint32_t> refs_;
-  std::optional<uint32_t> value_, chars_;
+  std::optional<uint32_t> value_, chars_, raw_chars_;
   uint32_t object_rule_ = 0;
   bool exclude_dsml_bar_ = false;
 };
@@ -163,6 +171,18 @@ uint32_t Compiler::chars_rule() {
   std::vector<Expr> alts;
   for (Expr& branch : any.items) alts.push_back(Expr::seq({std::move(branch), Expr::ref(r)}));
   alts.push_back(Expr::seq({escape_expr(), Expr::ref(r)}));
+  alts.push_back(Expr::empty());
+  g_.define(r, Expr::alt(std::move(alts)));
+  return r;
+}
+
+uint32_t Compiler::raw_chars_rule() {
+  if (raw_chars_) return *raw_chars_;
+  const uint32_t r = g_.add_rule("raw_chars");
+  raw_chars_ = r;
+  Expr any = raw_char();
+  std::vector<Expr> alts;
+  for (Expr& branch : any.items) alts.push_back(Expr::seq({std::move(branch), Expr::ref(r)}));
   alts.push_back(Expr::empty());
   g_.define(r, Expr::alt(std::move(alts)));
   return r;
@@ -249,7 +269,7 @@ Result<Expr> Compiler::compile_ref(const std::string& ref, const std::string& pa
   auto it = refs_.find(ref);
   if (it != refs_.end()) return Expr::ref(it->second);
   if (ref.empty() || ref[0] != '#') return fail(path, "only local $ref ('#...') is supported");
-  const Json* node = &root_;
+  const Json* node = root_;
   size_t i = 1;
   while (i < ref.size()) {
     if (ref[i] != '/') return fail(path, "malformed $ref '" + ref + "'");
@@ -618,13 +638,13 @@ Result<Expr> Compiler::compile_string(const JsonObject& s, const std::string& pa
     if (hi >= 0 && hi < lo) return fail(path, "maxLength < minLength");
     if (lo > 10000 || hi > 10000) return fail(path, "minLength/maxLength above 10000");
     const Expr one = raw ? raw_char() : one_char();
-    const Expr more = raw ? Expr::star(raw_char()) : Expr::ref(chars_rule());
+    const Expr more = Expr::ref(raw ? raw_chars_rule() : chars_rule());
     if (hi < 0)
       return quoted(
           Expr::seq({Expr::repeat(one, static_cast<int32_t>(lo), static_cast<int32_t>(lo)), more}));
     return quoted(Expr::repeat(one, static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
   }
-  return raw ? Expr::star(raw_char()) : string_expr();
+  return raw ? Expr::ref(raw_chars_rule()) : string_expr();
 }
 
 Result<Expr> Compiler::compile_number(const JsonObject& s, bool integer, const std::string& path) {
@@ -698,6 +718,7 @@ Result<std::optional<Expr>> JsonSchemaBuilder::raw_string(const Json& schema,
   return impl_->raw_string(schema, path);
 }
 Expr JsonSchemaBuilder::any_value() { return impl_->any_value(); }
+void JsonSchemaBuilder::set_root(const Json& root) { impl_->set_root(root); }
 Expr JsonSchemaBuilder::any_object() { return impl_->any_object(); }
 
 Result<std::unique_ptr<Grammar>> json_schema_grammar(const Json& schema, GrammarLimits limits) {

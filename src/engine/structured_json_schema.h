@@ -41,6 +41,8 @@ class JsonSchemaBuilder {
   Result<std::optional<Expr>> raw_string(const Json& schema, const std::string& path);
   Expr any_value();
   Expr any_object();
+  // Resolves later $refs against another document (the shared value and string rules stay).
+  void set_root(const Json& root);
 
  private:
   class Impl;

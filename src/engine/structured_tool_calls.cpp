@@ -44,18 +44,20 @@ class ToolGrammarBuilder {
  public:
   ToolGrammarBuilder(Grammar& g, const Tags& tags) : g_(g), tags_(tags) {}
 
-  // Free text: any UTF-8 except U+FF5C (so that no DSML marker can be spelled as text).
+  // Free text: any UTF-8 except U+FF5C (so that no DSML marker can be spelled as text), as
+  // one right-recursive rule (cheap to precompute, unlike a repetition helper).
   Expr text() {
-    if (!text_rule_) {
-      text_rule_ = g_.add_rule("text");
-      Expr any = utf8_any_char_except_dsml_bar(ByteSet{});
-      std::vector<Expr> alts;
-      for (Expr& branch : any.items)
-        alts.push_back(Expr::seq({std::move(branch), Expr::ref(*text_rule_)}));
-      alts.push_back(Expr::empty());
-      g_.define(*text_rule_, Expr::alt(std::move(alts)));
-    }
+    if (!text_rule_) text_rule_ = chars_rule("text", ByteSet{});
     return Expr::ref(*text_rule_);
+  }
+  uint32_t chars_rule(const char* name, const ByteSet& ascii_excluded) {
+    const uint32_t r = g_.add_rule(name);
+    Expr any = utf8_any_char_except_dsml_bar(ascii_excluded);
+    std::vector<Expr> alts;
+    for (Expr& branch : any.items) alts.push_back(Expr::seq({std::move(branch), Expr::ref(r)}));
+    alts.push_back(Expr::empty());
+    g_.define(r, Expr::alt(std::move(alts)));
+    return r;
   }
 
   // One parameter element around its value.
@@ -68,9 +70,8 @@ class ToolGrammarBuilder {
 
   // Any parameters: names without '"', raw string or JSON values.
   Expr loose_parameters(JsonSchemaBuilder& json) {
-    ByteSet quote = ByteSet::of('"');
-    Expr key_char = utf8_any_char_except_dsml_bar(quote);
-    Expr name = Expr::star(key_char);
+    if (!key_rule_) key_rule_ = chars_rule("key", ByteSet::of('"'));
+    Expr name = Expr::ref(*key_rule_);
     Expr one = Expr::alt({parameter(name, true, text()), parameter(name, false, json.any_value())});
     return Expr::optional(Expr::seq({one, Expr::star(Expr::seq({Expr::byte('\n'), one}))}));
   }
@@ -167,7 +168,7 @@ class ToolGrammarBuilder {
  private:
   Grammar& g_;
   const Tags& tags_;
-  std::optional<uint32_t> text_rule_;
+  std::optional<uint32_t> text_rule_, key_rule_;
 };
 
 // The answer's content expression (response_format next to tools).
@@ -215,12 +216,13 @@ Result<std::unique_ptr<Grammar>> tool_call_grammar(const Json& spec, GrammarLimi
   const uint32_t root = g->add_rule("root");
   ToolGrammarBuilder b(*g, tags);
   const Json empty;
-  std::vector<std::unique_ptr<JsonSchemaBuilder>> builders;  // one per schema document
+  // One builder for every schema document: the value and string rules (each costs a
+  // full-vocabulary precompute) are shared; $refs resolve against the current document.
+  JsonSchemaBuilder json(*g, empty, true);
   auto builder_for = [&](const Json& root_doc) -> JsonSchemaBuilder& {
-    builders.push_back(std::make_unique<JsonSchemaBuilder>(*g, root_doc, true));
-    return *builders.back();
+    json.set_root(root_doc);
+    return json;
   };
-  JsonSchemaBuilder& loose_json = builder_for(empty);
 
   std::vector<Expr> invokes;
   size_t index = 0;
@@ -247,7 +249,7 @@ Result<std::unique_ptr<Grammar>> tool_call_grammar(const Json& spec, GrammarLimi
         return e.error();
       }
     }
-    if (!typed) body = b.loose_parameters(loose_json);
+    if (!typed) body = b.loose_parameters(builder_for(empty));
     invokes.push_back(b.invoke(tool_name, std::move(body)));
   }
   const uint32_t invoke_rule = g->add_rule("invoke");
