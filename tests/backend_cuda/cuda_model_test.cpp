@@ -201,7 +201,7 @@ TEST_F(CudaDevice, FixturesWithTheAlternativeKernels) {
   }
   for (const char* f : {"official_v4_a", "official_v4_c"}) official_bars(false, f);
   DecodeTimes("v2 kernels");
-  select_kernels(1, false);
+  select_kernels(0, false);
 }
 
 // CUDA vs CPU greedy continuations of 32 tokens from the fixtures' prompts.
@@ -279,7 +279,7 @@ TEST_F(CudaDevice, BatchedDecodeEqualsSingle) {
 }
 
 // Decode step time on the fixtures (tiny models: launch-bound, not a roofline number).
-TEST_F(CudaDevice, DecodeStepTime) { DecodeTimes("v1 kernels"); }
+TEST_F(CudaDevice, DecodeStepTime) { DecodeTimes("default kernels"); }
 
 void DecodeTimes(const char* what) {
   for (const char* f : {"hf_v4_a", "official_v4_c"}) {

@@ -294,7 +294,9 @@ __global__ void experts4_kernel(const float* __restrict__ x, bool x_per_slot, in
   }
 }
 
-int g_version = 1;  // v2 once measured on the device (kernel_report)
+// 0: per format, from the device measurements (docs/cuda.md): v2 for FP4, and for FP8 at one row
+// (its wider loads win there); v1 otherwise (bf16 streams faster with a warp per column).
+int g_version = 0;
 
 template <int R>
 void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& w, float* y,
@@ -348,7 +350,10 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
     return;
   }
   const int rows = static_cast<int>(n);
-  const bool v2_ok = g_version >= 2 && w.in % 16 == 0 && ldx % 4 == 0;
+  const bool want_v2 =
+      g_version == 2 ||
+      (g_version == 0 && (w.format == DevFormat::FP4 || (w.format == DevFormat::FP8 && n == 1)));
+  const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
   if (v2_ok) {
     if (n == 1) {
       launch_gemv4<1>(e, x, ldx, rows, w, y, ldy, round_out);
@@ -383,7 +388,7 @@ void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int
                   const DevWeight* experts, const int32_t* idx, float* y, int64_t ldy, int64_t out,
                   int64_t in, bool official, DevFormat format) {
   constexpr int kThreads = 256;
-  if (g_version >= 2 && in % 16 == 0) {
+  if ((g_version == 2 || (g_version == 0 && format != DevFormat::BF16)) && in % 16 == 0) {
     const int64_t warps = n_slots * ((out + kCols - 1) / kCols);
     const unsigned b = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
 #define DI_EXPERTS4(F)                                                                         \

@@ -17,8 +17,9 @@ struct KernelCheck {
 // Needs a device; returns an empty list without one.
 std::vector<KernelCheck> kernel_report();
 
-// Which matrix kernels the forward uses: decode GEMV version (1: a warp per column; 2: four
-// columns per warp, 16-byte loads) and the tensor-core tiles for official FP8/FP4 products.
+// Which matrix kernels the forward uses: decode GEMV version (0: per format, the default; 1: a
+// warp per column; 2: four columns per warp, 16-byte loads) and the tensor-core tiles for official
+// FP8/FP4 products.
 void select_kernels(int gemv_version, bool tensor_cores);
 
 }  // namespace deepinfer::cuda
