@@ -60,17 +60,19 @@ class CpuBackend : public BenchBackend {
     return Status::Ok();
   }
 
+  bool fills_by_prefill() const override { return false; }
+
   Status step(std::span<const int32_t> tokens) override {
     if (tokens.size() > slots_.size()) return Error{"decode batch larger than the filled slots"};
-    const int64_t zero = 0;
+    // One batched step (every weight GEMM once for all sequences), as the engine runs it.
+    const size_t vocab = static_cast<size_t>(m_->config().vocab_size);
+    if (batch_logits_.size() < tokens.size() * vocab) batch_logits_.resize(tokens.size() * vocab);
+    batch_.resize(tokens.size());
     for (size_t b = 0; b < tokens.size(); ++b) {
-      if (Status s = m_->forward(slots_[b], tokens.subspan(b, 1),
-                                 std::span<const int64_t>(&zero, 1), logits_.data());
-          !s) {
-        return s;
-      }
+      batch_[b] = {&slots_[b], tokens.subspan(b, 1), std::span<const int64_t>(&zero_, 1),
+                   batch_logits_.data() + b * vocab};
     }
-    return Status::Ok();
+    return m_->forward_batch(batch_);
   }
 
   int64_t weight_bytes() const override { return 0; }  // the mapped checkpoint
@@ -104,7 +106,9 @@ class CpuBackend : public BenchBackend {
 
   std::unique_ptr<model::Model> m_;
   int threads_;
-  std::vector<float> logits_;
+  std::vector<float> logits_, batch_logits_;
+  std::vector<model::BatchSequence> batch_;
+  const int64_t zero_ = 0;
   model::SequenceState base_;
   std::vector<model::SequenceState> slots_;
 };
@@ -141,6 +145,8 @@ class CudaBackend : public BenchBackend {
     }
     return m_->synchronize();
   }
+
+  bool fills_by_prefill() const override { return true; }
 
   Status step(std::span<const int32_t> tokens) override {
     if (static_cast<int>(tokens.size()) > filled_) {

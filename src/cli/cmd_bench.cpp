@@ -383,7 +383,7 @@ void run(Options o) {
       skip("decode", std::move(j), shape, budget_note);
       continue;
     }
-    if (filled > 0 && fill_one_s * (B - filled) > o.fill_budget) {
+    if (be.fills_by_prefill() && filled > 0 && fill_one_s * (B - filled) > o.fill_budget) {
       skip("decode", std::move(j), shape,
            "filling " + std::to_string(B - filled) + " more slots would take ~" +
                fmt(fill_one_s * (B - filled), 0) + " s (--fill-budget " + fmt(o.fill_budget, 0) +

@@ -2,7 +2,7 @@
 # One GPU-machine run of the side-by-side benchmark: deepinfer bench on a synthesized V4-Flash
 # slice (FP8/FP4 as shipped, then bf16 while time is left), HF transformers on the same config,
 # and the ratio tables. Binaries come prebuilt in .devbin-bench/ ($BENCH_BUNDLE): deepinfer and
-# its shared libraries.
+# its shared libraries, as files or as bundle.tar.xz.
 #   tools/bench/device_run.sh OUTDIR COMMIT [LAYERS] [TIME_LIMIT_S] [OURS_MEASURE_S]
 # Every step writes its JSON and log to OUTDIR as it goes, so a cut-short run still reports.
 set -uo pipefail
@@ -12,7 +12,12 @@ layers=${3:-4}
 limit=${4:-180}  # seconds for the whole script
 ours=${5:-40}    # seconds of measurements for deepinfer fp8 (synthesis and upload come on top)
 bundle=${BENCH_BUNDLE:-.devbin-bench}
-export LD_LIBRARY_PATH=$PWD/$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if [ -f "$bundle/bundle.tar.xz" ]; then  # carried compressed (the tree + carry must stay small)
+  mkdir -p /tmp/deepinfer-bundle && tar -C /tmp/deepinfer-bundle -xJf "$bundle/bundle.tar.xz"
+  bundle=/tmp/deepinfer-bundle
+fi
+bundle=$(cd "$bundle" && pwd)
+export LD_LIBRARY_PATH=$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
 bin=$bundle/deepinfer
 # The CUDA runtime and cuBLAS come from the machine's toolkit (or torch's wheels), not the bundle.
