@@ -1,0 +1,184 @@
+// One V4.1-Flash-shaped layer on the CPU at real dims (hidden 5120, 64 heads × 512 with RoPE 64,
+// q_lora 1280, o_lora 1024 × 8 groups, window 128, ratio-2 kv + index source with 32 × 128 index
+// heads and top-512, 384 routed experts top-6 × 2304 + 1 shared), FP8 32×32 attention/shared
+// weights and FP4 experts with random codes: the attention and MoE sublayers for one decode token
+// after a 1024-token prefill, and the weight bytes that token reads (its roofline).
+// The 384 expert views share 6 distinct buffers (the routing is real; 6 experts are active).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu/quant_linear.h"
+#include "backend/cpu/thread_pool.h"
+#include "model/v41_config.h"
+#include "model/v41_forward.h"
+
+namespace {
+
+using namespace deepinfer;
+using namespace deepinfer::model::v41;
+
+struct Slice {
+  V41Config cfg;
+  std::deque<std::vector<uint8_t>> bufs;  // stable references on push
+  std::deque<std::vector<float>> fbufs;
+  V41BlockWeights w;
+  model::RopeTable main_rope, compress_rope;
+  std::unique_ptr<cpu::ThreadPool> pool;
+  V41Workspace ws;
+  std::vector<V41LayerState> st;
+  std::mt19937 rng{7};
+  double bytes_per_token = 0;
+
+  cpu::WeightView fp8(int64_t out, int64_t in) {
+    auto& d = bufs.emplace_back(static_cast<size_t>(out * in));
+    for (auto& b : d) b = static_cast<uint8_t>(rng() & 0x77);  // |x| < 448, no NaN
+    const int64_t so = (out + 31) / 32, si = (in + 31) / 32;
+    auto& s = bufs.emplace_back(static_cast<size_t>(so * si), uint8_t{120});
+    cpu::WeightView v;
+    v.format = cpu::WeightFormat::FP8_E4M3_BLOCK;
+    v.data = d.data();
+    v.out = out;
+    v.in = in;
+    v.scale = s.data();
+    v.scale_format = cpu::ScaleFormat::UE8M0;
+    v.block_out = v.block_in = 32;
+    v.scale_stride = si;
+    return v;
+  }
+  cpu::WeightView fp4(int64_t out, int64_t in) {
+    auto& d = bufs.emplace_back(static_cast<size_t>(out * in / 2));
+    for (auto& b : d) b = static_cast<uint8_t>(rng());
+    auto& s = bufs.emplace_back(static_cast<size_t>(out * in / 32), uint8_t{122});
+    cpu::WeightView v;
+    v.format = cpu::WeightFormat::FP4_E2M1_BLOCK32;
+    v.data = d.data();
+    v.out = out;
+    v.in = in;
+    v.scale = s.data();
+    v.scale_format = cpu::ScaleFormat::UE8M0;
+    v.block_out = 1;
+    v.block_in = 32;
+    v.scale_stride = in / 32;
+    return v;
+  }
+  cpu::WeightView dense(int64_t out, int64_t in, float scale) {
+    auto& d = fbufs.emplace_back(static_cast<size_t>(out * in));
+    std::normal_distribution<float> n(0.0f, scale);
+    for (auto& x : d) x = n(rng);
+    cpu::WeightView v;
+    v.format = cpu::WeightFormat::F32;
+    v.data = d.data();
+    v.out = out;
+    v.in = in;
+    return v;
+  }
+  std::vector<float> vec(int64_t n, float value) {
+    return std::vector<float>(static_cast<size_t>(n), value);
+  }
+
+  Slice() {
+    auto j = parse_json(R"({"architectures":["DeepseekV41ForCausalLM"],"text_config":{
+      "vocab_size":1024,"hidden_size":5120,"num_hidden_layers":1,"num_attention_heads":64,
+      "head_dim":512,"qk_rope_head_dim":64,"q_lora_rank":1280,"o_lora_rank":1024,"o_groups":8,
+      "sliding_window":128,"compress_ratios":[2],"kv_source_layer_ids":[0],
+      "index_source_layer_ids":[0],"index_n_heads":32,"index_head_dim":128,"index_topk":512,
+      "n_routed_experts":384,"num_experts_per_tok":6,"moe_intermediate_size":2304,
+      "routed_scaling_factor":1.5,"swiglu_limit":10.0,"hc_mult":4,"hc_sinkhorn_iters":20,
+      "rms_norm_eps":1e-20,"rope_theta":10000,"compress_rope_theta":160000,
+      "rope_scaling":{"factor":16,"original_max_position_embeddings":65536,"beta_fast":32,
+      "beta_slow":1}},"quantization_config":{"quant_method":"fp8","weight_block_size":[32,32],
+      "expert_dtype":"fp4"}})");
+    cfg = parse_v41_config(j.value()).value();
+    cpu::register_quant_kernels(cpu::QuantActivations::Official);
+    const int64_t d = 5120, H = 64, D = 512, q = 1280, G = 8, orank = 1024, inter = 2304;
+    w.attn_sink = vec(H, 0.0f);
+    w.wq_a = fp8(q, d);
+    w.q_norm = vec(q, 1.0f);
+    w.wq_b = fp8(H * D, q);
+    w.wkv = fp8(D, d);
+    w.kv_norm = vec(D, 1.0f);
+    w.wo_a = std::vector<float>(static_cast<size_t>(G * orank * (H * D / G)), 0.001f);
+    w.wo_b = fp8(d, G * orank);
+    w.comp_wkv = dense(D, d, 0.01f);
+    w.comp_wgate = dense(D, d, 0.01f);
+    w.comp_norm = vec(D, 1.0f);
+    w.idx_wq_b = fp8(32 * 128, q);
+    w.idx_weights_proj = dense(32, d, 0.01f);
+    w.idx_wk = dense(128, D, 0.03f);
+    w.idx_k_norm = vec(128, 1.0f);
+    w.gate = dense(384, d, 0.01f);
+    w.gate_bias = vec(384, 0.0f);
+    std::vector<V41Expert> distinct;
+    for (int e = 0; e < 6; ++e) distinct.push_back({fp4(inter, d), fp4(d, inter), fp4(inter, d)});
+    for (int e = 0; e < 384; ++e) w.experts.push_back(distinct[static_cast<size_t>(e % 6)]);
+    w.shared = {fp8(inter, d), fp8(d, inter), fp8(inter, d)};
+    main_rope = model::make_rope_table(cfg.main_rope, 64);
+    compress_rope = model::make_rope_table(cfg.compress_rope, 64);
+    pool = std::make_unique<cpu::ThreadPool>(
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    st.resize(1);
+    // Bytes one decode token reads: FP8 attention + indexer q + shared (1 B per weight + scales),
+    // wo_a as fp32 values, fp32 compressor / indexer / gate stand-ins, 6 FP4 experts (0.5 B).
+    bytes_per_token =
+        (q * d + H * D * q + D * d + d * G * orank + 32 * 128 * q + 3 * inter * d) * 1.0 +
+        G * orank * (H * D / G) * 4.0 + (2 * D * d + 32 * d + 128 * D + 384 * d) * 4.0 +
+        6 * 3 * inter * d * 0.5;
+  }
+
+  void run(int64_t n, int64_t pos0, const float* x, float* y) {
+    V41Chunk ch{cfg, pool.get(), ws, main_rope, compress_rope, n, pos0};
+    v41_attention(ch, 0, w, st, x, y);
+    v41_moe(ch, w, x, y);
+  }
+};
+
+// Copy bandwidth (read + write) on the same pool: the decode roofline.
+void BM_CopyBandwidth(benchmark::State& state) {
+  const size_t bytes = size_t{512} << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  cpu::ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  for (auto _ : state) {
+    pool.parallel_for(static_cast<int64_t>(bytes >> 20), 1, [&](int64_t b0, int64_t b1) {
+      std::memcpy(b.data() + (b0 << 20), a.data() + (b0 << 20),
+                  static_cast<size_t>((b1 - b0) << 20));
+    });
+    benchmark::DoNotOptimize(b.data());
+  }
+  state.counters["GB/s"] =
+      benchmark::Counter(2.0 * bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(4);
+
+void BM_V41FlashSliceDecode(benchmark::State& state) {
+  static Slice s;
+  const int64_t ctx = state.range(0), d = 5120;
+  std::vector<float> x(static_cast<size_t>(ctx * d)), y(static_cast<size_t>(ctx * d));
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (auto& v : x) v = n(s.rng);
+  s.st.assign(1, V41LayerState{});
+  s.run(ctx, 0, x.data(), y.data());  // prefill: fills the window, compressed entries, index keys
+  int64_t pos = ctx;
+  for (auto _ : state) {
+    s.run(1, pos++, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(s.bytes_per_token * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_V41FlashSliceDecode)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(8);
+
+}  // namespace
+BENCHMARK_MAIN();
