@@ -31,7 +31,10 @@ v41_fixture official_v41_b $T/examples/official_v41_b.json 7 300 &
 #    KV sources 1, 3 (ratio 2) and 4 (ratio 1); index sources 1, 3, 4 (candidate source) and 6
 #    (reads 4's keys, candidate-filtered); Engram at 2, 5; window 16, candidate blocks of 6.
 v41_fixture official_v41_c_bf16 tools/configs/v41_c_bf16.json 11 240 --prompt-len 40 --gen-len 40 &
-v41_fixture official_v41_c_fp8 tools/configs/v41_c_fp8.json 11 240 --prompt-len 40 --gen-len 40 &
+# The FP8/FP4 twin skips the fp64 noise variants (too slow through the official FP8 GEMM on the
+# CPU); its tests borrow the noise floor of the bf16 twin (same config and seed).
+v41_fixture official_v41_c_fp8 tools/configs/v41_c_fp8.json 11 160 --prompt-len 40 --gen-len 24 \
+  --no-variants --no-verify &
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
 for f in "$out"/*.log; do echo "== $f"; tail -5 "$f"; done
