@@ -95,7 +95,7 @@ struct DeviceForward {
 };
 
 DeviceForward make_forward(deepinfer::model::Model& m, const std::string& device,
-                           int64_t max_context) {
+                           [[maybe_unused]] int64_t max_context) {
   DeviceForward f;
   f.cpu = &m;
   if (!cuda_selected(device)) {
