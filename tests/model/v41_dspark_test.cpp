@@ -267,15 +267,25 @@ TEST_P(DSparkFixture, DraftsMatchTheOfficialForwardSpec) {
   v41::V41Model& m = *model.value();
   auto ref = testing::Reference::open(dir);
   ASSERT_TRUE(ref.ok());
-  auto meta_text = read_file(dir + "/meta.json");
-  ASSERT_TRUE(meta_text.ok());
-  auto meta = parse_json(meta_text.value());
-  ASSERT_TRUE(meta.ok());
-  const auto& tol = meta.value().at("suggested_tolerance");
+  // The bar: this fixture's noise floor; a fixture made without noise variants borrows the one
+  // of official_v41_c_bf16 (the same config in bf16).
+  auto meta_of = [](const std::string& d) -> Json {
+    auto text = read_file(d + "/meta.json");
+    if (!text.ok()) return Json();
+    auto j = parse_json(text.value());
+    return j.ok() ? j.value() : Json();
+  };
+  Json meta = meta_of(dir);
+  if (!meta.is_object() || !meta.as_object().contains("suggested_tolerance")) {
+    std::printf("  %s has no noise variants: the bar of official_v41_c_bf16\n", GetParam());
+    meta = meta_of(testing::fixture_dir("official_v41_c_bf16"));
+  }
+  ASSERT_TRUE(meta.is_object() && meta.as_object().contains("suggested_tolerance"));
+  const auto& tol = meta.at("suggested_tolerance");
   const float bar_median = static_cast<float>(tol.at("decode_median").to_number<double>());
   const float bar_max = static_cast<float>(tol.at("decode_max").to_number<double>());
-  const float noise_max = static_cast<float>(
-      meta.value().at("noise").at("alt2").at("decode").at("max").to_number<double>());
+  const float noise_max =
+      static_cast<float>(meta.at("noise").at("alt2").at("decode").at("max").to_number<double>());
   auto ckpt = Checkpoint::open(dir);
   ASSERT_TRUE(ckpt.ok());
   const v41::DSparkConfig dc = v41::dspark_config(m.config());
