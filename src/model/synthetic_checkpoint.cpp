@@ -282,19 +282,29 @@ float uniform16(uint64_t bits, float a) {
 constexpr float kWeightAmp = 0.0346f;  // uniform(±a): std 0.02 (HF's initializer_range)
 constexpr float kSmallAmp = 0.02f;
 
+// Calls f(i, r) for i in [e0, e1), r = the 64-bit draw shared by the `per` elements of i's group
+// (one hash per group, not per element).
+template <class F>
+void by_group(uint64_t s, int64_t e0, int64_t e1, int per, F f) {
+  for (int64_t i = e0; i < e1;) {
+    const int64_t g = i / per;
+    const uint64_t r = mix64(s + static_cast<uint64_t>(g));
+    for (const int64_t end = std::min(e1, (g + 1) * per); i < end; ++i) f(i, r);
+  }
+}
+
 // Fills elements [e0, e1) of t at dst (dst points at element 0 of the tensor).
 void fill_range(const Tensor& t, uint64_t s, uint8_t* dst, int64_t e0, int64_t e1) {
   switch (t.kind) {
     case Kind::BF16: {
       auto* p = reinterpret_cast<uint16_t*>(dst);
-      for (int64_t i = e0; i < e1; ++i) {
-        if (t.fill == Fill::One) {
-          p[i] = 0x3F80;
-        } else {
-          const uint64_t r = mix64(s + static_cast<uint64_t>(i >> 2));
-          p[i] = to_bf16(uniform16(r >> (16 * (i & 3)), kWeightAmp));
-        }
+      if (t.fill == Fill::One) {
+        std::fill(p + e0, p + e1, uint16_t{0x3F80});
+        break;
       }
+      by_group(s, e0, e1, 4, [&](int64_t i, uint64_t r) {
+        p[i] = to_bf16(uniform16(r >> (16 * (i & 3)), kWeightAmp));
+      });
       break;
     }
     case Kind::F32: {
@@ -305,15 +315,14 @@ void fill_range(const Tensor& t, uint64_t s, uint8_t* dst, int64_t e0, int64_t e
       break;
     }
     case Kind::F8:  // sign, exponent field 5..8 (2^-2 … 2^1), random mantissa: never NaN
-      for (int64_t i = e0; i < e1; ++i) {
-        const uint64_t r = mix64(s + static_cast<uint64_t>(i >> 3)) >> (8 * (i & 7));
-        dst[i] = static_cast<uint8_t>((r & 0x80u) | ((5u + ((r >> 3) & 3u)) << 3) | (r & 7u));
-      }
+      by_group(s, e0, e1, 8, [&](int64_t i, uint64_t r) {
+        const uint64_t b = r >> (8 * (i & 7));
+        dst[i] = static_cast<uint8_t>((b & 0x80u) | ((5u + ((b >> 3) & 3u)) << 3) | (b & 7u));
+      });
       break;
     case Kind::I8:  // two random e2m1 codes per byte (every code is a finite value)
-      for (int64_t i = e0; i < e1; ++i) {
-        dst[i] = static_cast<uint8_t>(mix64(s + static_cast<uint64_t>(i >> 3)) >> (8 * (i & 7)));
-      }
+      by_group(s, e0, e1, 8,
+               [&](int64_t i, uint64_t r) { dst[i] = static_cast<uint8_t>(r >> (8 * (i & 7))); });
       break;
     case Kind::E8M0:
       std::memset(dst + e0, kScaleE8M0, static_cast<size_t>(e1 - e0));

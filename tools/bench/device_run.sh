@@ -45,8 +45,9 @@ echo "slices in $root" >> "$out/machine.txt"
 
 common=(--device cuda --slice v4-flash --layers "$layers" --commit "$commit"
         --prefill 1x8192,64x512 --decode-batch 1,16,64,256 --context 4096
-        --warmup 1 --reps 2 --steps 6 --fill-budget 15)
+        --warmup 1 --reps 2 --steps 6 --fill-budget 25)
 left() { echo $((limit - SECONDS)); }
+upto() { local v=$(($(left) - $1)); [ "$v" -lt 10 ] && v=10; echo "$v"; }  # seconds, at least 10
 
 # 1. deepinfer, FP8 linears + FP4 experts (the shipped formats)
 timeout $((ours + 40)) "$bin" bench "${common[@]}" --format fp8 --slice-dir "$root/fp8" \
@@ -57,15 +58,15 @@ cp "$root/fp8/config.json" "$out/slice_config.json" 2> /dev/null
 rm -rf "$root/fp8"
 
 # 2. HF transformers, bf16, the same config
-timeout $(($(left) - 30)) python3 tools/bench/hf_v4_slice.py --config "$out/slice_config.json" \
+timeout "$(upto 8)" python3 tools/bench/hf_v4_slice.py --config "$out/slice_config.json" \
   --prefill 1x8192,64x512 --decode-batch 1,16,64,256 --context 4096 --warmup 1 --reps 2 \
   --steps 6 --json "$out/hf.json" > "$out/hf.txt" 2> "$out/hf.log"
 echo "hf rc=$? at ${SECONDS}s" >> "$out/machine.txt"
 
 # 3. deepinfer bf16 (the format HF runs), only with enough time left
 if [ "$(left)" -gt 75 ]; then
-  timeout $(($(left) - 10)) "$bin" bench "${common[@]}" --format bf16 --slice-dir "$root/bf16" \
-    --time-budget $(($(left) - 55)) --json "$out/ours_bf16.json" > "$out/ours_bf16.txt" \
+  timeout "$(upto 10)" "$bin" bench "${common[@]}" --format bf16 --slice-dir "$root/bf16" \
+    --time-budget "$(upto 55)" --json "$out/ours_bf16.json" > "$out/ours_bf16.txt" \
     2> "$out/ours_bf16.log"
   echo "ours bf16 rc=$? at ${SECONDS}s" >> "$out/machine.txt"
 fi
