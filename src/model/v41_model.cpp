@@ -10,6 +10,7 @@
 
 #include "backend/cpu/quant_act.h"
 #include "backend/cpu/simd.h"
+#include "model/qat32_linear.h"
 #include "model/v41_engram.h"
 #include "model/v41_forward.h"
 
@@ -26,11 +27,6 @@ struct V41EngramParts {
 namespace {
 
 constexpr int64_t kMaxChunk = 512;
-
-bool quantized(const cpu::WeightView& w) {
-  return w.format == cpu::WeightFormat::FP8_E4M3_BLOCK ||
-         w.format == cpu::WeightFormat::FP4_E2M1_BLOCK32;
-}
 
 // hc_mixes + hc_split_sinkhorn of the reference for each of n tokens.
 void hc_mixes(V41Chunk& ch, const float* X, const cpu::WeightView& fn,
@@ -118,21 +114,7 @@ void hc_expand(float* X, const float* y, const float* post, const float* comb, i
 
 void v41_linear(V41Chunk& ch, const float* x, int64_t rows, const cpu::WeightView& w, float* y,
                 bool bf16_out) {
-  if (!quantized(w)) {
-    cpu::linear(x, rows, w, y, ch.pool);
-    if (bf16_out) cpu::round_bf16(y, rows * w.out);
-    return;
-  }
-  // FP8 inputs per 32 (exact values), products summed in fp32, bf16 output.
-  const size_t len = static_cast<size_t>(rows * w.in);
-  if (ch.ws.xq.size() < len) ch.ws.xq.resize(len);
-  std::memcpy(ch.ws.xq.data(), x, len * sizeof(float));
-  for (int64_t r = 0; r < rows; ++r)
-    cpu::fp8_act_quant_inplace(ch.ws.xq.data() + r * w.in, w.in, 32);
-  cpu::WeightView v = w;
-  v.quantize_input = false;
-  cpu::linear(ch.ws.xq.data(), rows, v, y, ch.pool);
-  cpu::round_bf16(y, rows * w.out);
+  qat32_linear(x, rows, w, y, bf16_out ? LinearOut::Bf16 : LinearOut::Fp32, ch.ws.xq, ch.pool);
 }
 
 void v41_rms_norm(const float* x, int64_t rows, int64_t dim, const float* w, double eps, float* y) {
