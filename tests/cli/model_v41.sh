@@ -74,7 +74,7 @@ elif cmd == "check_generate":
     sys.exit(0 if ok else 1)
 PY
 
-for fx in official_v41_c_bf16 official_v41_a official_v41_b official_v41_c_fp8; do
+for fx in official_v41_c_bf16 official_v41_a official_v41_b; do  # c_fp8 has no noise variants: test_model covers it with the bf16 twin's floor
   dir=$src/tests/fixtures/$fx
   [[ -f $dir/config.json ]] || continue
   $py "$tmp/ref.py" score_request "$dir" > "$tmp/score.json"

@@ -361,8 +361,9 @@ TEST_P(DSparkFixture, DraftsMatchTheOfficialForwardSpec) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DSparkFixture,
-                         ::testing::Values("official_v41_c_bf16", "official_v41_c_fp8",
-                                           "official_v41_a", "official_v41_b"));
+                         // official_v41_c_fp8 carries no noise variants (no DSpark bar of its own)
+                         ::testing::Values("official_v41_c_bf16", "official_v41_a",
+                                           "official_v41_b"));
 
 }  // namespace
 }  // namespace deepinfer::model
