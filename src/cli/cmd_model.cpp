@@ -125,8 +125,6 @@ void append_float(std::string& out, float v) {
 
 void run_score(const std::string& dir, int threads, const std::string& device) {
   JsonObject req = read_request();
-  if (deepinfer::cli::is_v41_model_dir(dir))
-    return deepinfer::cli::run_v41_score(dir, threads, req);
   auto it = req.find("ids");
   if (it == req.end()) fail("invalid_request_error", "score needs \"ids\"");
   const std::vector<int32_t> ids = read_ids(it->value(), "ids");
@@ -147,6 +145,8 @@ void run_score(const std::string& dir, int threads, const std::string& device) {
   } else {
     for (size_t i = 0; i < ids.size(); ++i) rows.push_back(static_cast<int64_t>(i));
   }
+  if (deepinfer::cli::is_v41_model_dir(dir))
+    return deepinfer::cli::run_v41_score(dir, threads, ids, rows);
   auto model = load_model(dir, threads);
   const int V = model->config().vocab_size;
   std::vector<float> logits(rows.size() * static_cast<size_t>(V));

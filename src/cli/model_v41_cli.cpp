@@ -102,26 +102,8 @@ bool is_v41_model_dir(const std::string& dir) {
   return json && model::v41::is_v41_config(json.value());
 }
 
-void run_v41_score(const std::string& dir, int threads, const JsonObject& req) {
-  auto it = req.find("ids");
-  if (it == req.end()) fail("invalid_request_error", "score needs \"ids\"");
-  const std::vector<int32_t> ids = read_ids(it->value(), "ids");
-  if (ids.empty()) fail("invalid_request_error", "\"ids\" is empty");
-  std::vector<int64_t> rows;
-  if (auto r = req.find("rows"); r != req.end()) {
-    if (!r->value().is_array()) fail("invalid_request_error", "\"rows\" must be an array");
-    for (const auto& x : r->value().as_array()) {
-      if (!x.is_int64()) fail("invalid_request_error", "\"rows\" must hold integers");
-      int64_t v = x.as_int64();
-      if (v < 0) v += static_cast<int64_t>(ids.size());
-      if (v < 0 || v >= static_cast<int64_t>(ids.size()))
-        fail("invalid_request_error", "row " + std::to_string(x.as_int64()) + " is outside the " +
-                                          std::to_string(ids.size()) + " ids");
-      rows.push_back(v);
-    }
-  } else {
-    for (size_t i = 0; i < ids.size(); ++i) rows.push_back(static_cast<int64_t>(i));
-  }
+void run_v41_score(const std::string& dir, int threads, std::span<const int32_t> ids,
+                   std::span<const int64_t> rows) {
   auto m = load(dir, threads);
   const int V = m->config().vocab_size;
   std::vector<float> logits(rows.size() * static_cast<size_t>(V));

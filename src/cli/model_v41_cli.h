@@ -4,6 +4,7 @@
 // CliExit{1}.
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "common/json.h"
@@ -13,7 +14,9 @@ namespace deepinfer::cli {
 // True when dir/config.json names the V4.1 architecture (unreadable config: false).
 bool is_v41_model_dir(const std::string& dir);
 
-void run_v41_score(const std::string& dir, int threads, const JsonObject& request);
+// `ids` and `rows` come validated from the score request (cmd_model.cpp reads it once for both).
+void run_v41_score(const std::string& dir, int threads, std::span<const int32_t> ids,
+                   std::span<const int64_t> rows);
 void run_v41_generate(const std::string& dir, int threads, const JsonObject& request);
 
 }  // namespace deepinfer::cli
