@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,18 @@ const char* kSchema =
     R"("age":{"type":"integer","minimum":0,"maximum":120},)"
     R"("tags":{"type":"array","items":{"enum":["a","b",1]},"maxItems":2},)"
     R"("ok":{"type":"boolean"}},"required":["name","age"],"additionalProperties":false})";
+
+// The test pattern [a-c]{2,4}-[0-9]{3}, checked by hand: <regex> trips GCC 12's
+// -Wmaybe-uninitialized under ASan, and an independent check is the point anyway.
+bool matches_test_pattern(const std::string& s) {
+  const size_t dash = s.find('-');
+  if (dash == std::string::npos || dash < 2 || dash > 4 || s.size() != dash + 4) return false;
+  for (size_t i = 0; i < dash; ++i)
+    if (s[i] < 'a' || s[i] > 'c') return false;
+  for (size_t i = dash + 1; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
 
 const char* kWeatherTool =
     R"({"type":"function","function":{"name":"get_weather","strict":true,"parameters":)"
@@ -206,11 +217,10 @@ TEST(StructuredApi, ResponsesTextFormatCompleteAndStreamValidate) {
 TEST(StructuredApi, GuidedRegexChoiceAndJsonObject) {
   ServiceHarness h(options("Nothing like the pattern."));
   ASSERT_TRUE(h.ok()) << h.error();
-  const std::regex re("[a-c]{2,4}-[0-9]{3}");
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     const ChatResult a =
         chat_result(h.post(kChat, chat(R"("guided_regex":"[a-c]{2,4}-[0-9]{3}")", seed)), false);
-    EXPECT_TRUE(std::regex_match(a.content, re)) << a.content;
+    EXPECT_TRUE(matches_test_pattern(a.content)) << a.content;
     const ChatResult b = chat_result(
         h.post(kChat, chat(R"("structured_outputs":{"choice":["yes","no","maybe"]})", seed, true)),
         true);
