@@ -604,6 +604,9 @@ def main():
     ap.add_argument("--eval")
     ap.add_argument("--check", type=int, default=0)
     ap.add_argument("--deepinfer")
+    ap.add_argument("--data-seed", type=int, help="training-sample seed (default: --seed); the "
+                    "eval set always follows --seed")
+    ap.add_argument("--weights", default="", help="category weight overrides, e.g. add2=30,json=12")
     a = ap.parse_args()
     cases, held_out = make_eval(a.seed)
     eval_prompts = {json.dumps(c["request"]["messages"], ensure_ascii=False) for c in cases}
@@ -611,9 +614,13 @@ def main():
         with open(a.eval, "w", encoding="utf-8") as f:
             for c in cases:
                 f.write(json.dumps(c, ensure_ascii=False) + "\n")
-    rng = random.Random(a.seed)
+    rng = random.Random(a.seed if a.data_seed is None else a.data_seed)
     builders = [b for _, b, _ in CATEGORIES]
-    weights = [w for _, _, w in CATEGORIES]
+    overrides = dict((k, float(v)) for k, v in (kv.split("=") for kv in a.weights.split(",") if kv))
+    unknown = set(overrides) - {n for n, _, _ in CATEGORIES}
+    if unknown:
+        sys.exit(f"gen_data: unknown categories in --weights: {sorted(unknown)}")
+    weights = [overrides.get(n, w) for n, _, w in CATEGORIES]
     if a.train:
         counts = {}
         with open(a.train, "w", encoding="utf-8") as f:
