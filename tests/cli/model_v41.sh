@@ -14,80 +14,22 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 py=/usr/bin/python3
 
-cat > "$tmp/ref.py" <<'PY'
-import json, struct, sys
-
-def load(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, m in header.items():
-        if name == "__metadata__":
-            continue
-        s, e = m["data_offsets"]
-        code = {"F32": "f", "I32": "i"}[m["dtype"]]
-        vals = list(struct.unpack("<%d%s" % ((e - s) // 4, code), data[s:e]))
-        out[name] = (vals, m["shape"])
-    return out
-
-def rows_of(vals, shape):
-    v = shape[-1]
-    return [vals[i * v:(i + 1) * v] for i in range(len(vals) // v)]
-
-def stats(got, ref):
-    d = sorted(max(abs(a - b) for a, b in zip(g, r)) for g, r in zip(got, ref))
-    agree = sum(g.index(max(g)) == r.index(max(r)) for g, r in zip(got, ref))
-    return d[(len(d) - 1) // 2], d[-1], agree
-
-cmd, fx = sys.argv[1], sys.argv[2]
-ref = load(fx + "/reference.safetensors")
-if cmd == "score_request":
-    print(json.dumps({"ids": ref["input_ids"][0], "rows": ref["rows"][0]}))
-elif cmd == "generate_request":
-    print(json.dumps({"ids": ref["greedy_prompt"][0], "max_tokens": len(ref["greedy_out"][0]),
-                      "temperature": 0, "ignore_eos": True}))
-elif cmd == "check_score":
-    got = json.load(sys.stdin)["logits"]
-    want = rows_of(*ref["logits"])
-    med, mx, agree = stats(got, want)
-    nmed, nmx, _ = stats(rows_of(*ref["alt2_logits"]), want)
-    ok = med <= 1.5 * nmed + 0.01 and mx <= 2 * nmx + 0.01 and agree >= len(want) - 2
-    print("score %s: median %.4f (bar %.4f) max %.4f (bar %.4f) argmax %d/%d" % (
-        "ok" if ok else "FAIL", med, 1.5 * nmed + 0.01, mx, 2 * nmx + 0.01, agree, len(want)))
-    sys.exit(0 if ok else 1)
-elif cmd == "check_generate":
-    got = json.load(sys.stdin)["ids"]
-    want = ref["greedy_out"][0]
-    tf = rows_of(*ref["teacher_forced_prefill_logits"])
-    _, noise, _ = stats(rows_of(*ref["alt2_decode_logits"]), rows_of(*ref["decode_logits"]))
-    safe = 0
-    while safe < len(want):
-        row = sorted(tf[safe], reverse=True)
-        if row[0] - row[1] < 2 * noise or tf[safe].index(max(tf[safe])) != want[safe]:
-            break
-        safe += 1
-    ok = len(got) == len(want) and got[:safe] == want[:safe]
-    print("generate %s: %d tokens, the first %d (margin > 2x noise) equal the reference" % (
-        "ok" if ok else "FAIL", len(got), safe))
-    sys.exit(0 if ok else 1)
-PY
+bars="$src/tests/cli/fixture_bars.py"  # request bodies and noise-floor bars
 
 for fx in official_v41_c_bf16 official_v41_a official_v41_b; do  # c_fp8 has no noise variants: test_model covers it with the bf16 twin's floor
   dir=$src/tests/fixtures/$fx
   [[ -f $dir/config.json ]] || continue
-  $py "$tmp/ref.py" score_request "$dir" > "$tmp/score.json"
+  $py "$bars" score_request "$dir" > "$tmp/score.json"
   if ! "$bin" score --model "$dir" --threads 2 < "$tmp/score.json" > "$tmp/logits.json" 2> "$tmp/err.txt"; then
     echo "FAIL $fx: score exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
   else
-    $py "$tmp/ref.py" check_score "$dir" < "$tmp/logits.json" || fails=$((fails + 1))
+    $py "$bars" check_score "$dir" < "$tmp/logits.json" || fails=$((fails + 1))
   fi
-  $py "$tmp/ref.py" generate_request "$dir" > "$tmp/gen.json"
+  $py "$bars" generate_request "$dir" > "$tmp/gen.json"
   if ! "$bin" generate --model "$dir" --threads 2 < "$tmp/gen.json" > "$tmp/out.json" 2> "$tmp/err.txt"; then
     echo "FAIL $fx: generate exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
   else
-    $py "$tmp/ref.py" check_generate "$dir" < "$tmp/out.json" || fails=$((fails + 1))
+    $py "$bars" check_generate "$dir" < "$tmp/out.json" || fails=$((fails + 1))
   fi
 done
 
