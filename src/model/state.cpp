@@ -14,8 +14,9 @@
 namespace deepinfer::model {
 namespace {
 
-constexpr int kFp8Block = 64;  // KV-QAT block along the no-RoPE dims
-constexpr int kFp4Block = 32;  // indexer FP4 block
+constexpr int kFp8Block = 64;      // KV-QAT block along the no-RoPE dims
+constexpr int kFp4Block = 32;      // indexer FP4 block
+constexpr int kFp4E4m3Block = 16;  // V4.1 compressed-KV FP4 block (E4M3 scales)
 
 std::atomic<int64_t> g_mismatches{0};
 
@@ -126,7 +127,132 @@ void unpack_mxfp4(const uint8_t* in, int dim, float* v) {
   }
 }
 
+// The V4.1 compressed-KV QAT gives v = bf16(e2m1(u) · s) with s an E4M3 value (at least 2^-9),
+// so v = code · s exactly. The block's scale is found again from its largest magnitude m: s = m / c
+// for the code c of m (6 unless the block sat at the floor s = 2^-9); the first candidate that
+// reproduces every value bit for bit is kept.
+bool try_fp4_e4m3(const float* v, int len, float s, uint8_t* codes, int i0) {
+  if (!(s > 0.0f) || cpu::round_fp8_e4m3(s) != s) return false;
+  for (int i = 0; i < len; ++i) {
+    const uint8_t code = cpu::float_to_fp4_e2m1(v[i] / s);
+    const float back = cpu::fp4_e2m1_to_float(code) * s;
+    if (std::bit_cast<uint32_t>(back) != std::bit_cast<uint32_t>(v[i])) return false;
+    const int k = i0 + i;
+    codes[k >> 1] |= static_cast<uint8_t>((k & 1) ? code << 4 : code);
+  }
+  return true;
+}
+
+void pack_fp4_e4m3(const float* v, int dim, uint8_t* out) {
+  const int nb = (dim + kFp4E4m3Block - 1) / kFp4E4m3Block;
+  uint8_t* scales = out + (dim + 1) / 2;
+  std::fill(out, scales, uint8_t{0});
+  bool exact = true;
+  for (int b = 0; b < nb; ++b) {
+    const int i0 = b * kFp4E4m3Block, len = std::min(dim - i0, kFp4E4m3Block);
+    float amax = 0.0f;
+    for (int i = 0; i < len; ++i) amax = std::max(amax, std::fabs(v[i0 + i]));
+    const float candidates[] = {amax / 6.0f, 0x1p-9f,     amax / 4.0f, amax / 3.0f,
+                                amax / 2.0f, amax / 1.5f, amax,        amax / 0.5f};
+    bool found = false;
+    for (float s : candidates) {
+      for (int i = i0; i < i0 + len; ++i)
+        out[i >> 1] &= static_cast<uint8_t>((i & 1) ? 0x0f : 0xf0);
+      if (try_fp4_e4m3(v + i0, len, s, out, i0)) {
+        scales[b] = cpu::float_to_fp8_e4m3(s);
+        found = true;
+        break;
+      }
+    }
+    if (found) continue;
+    // Off the grid (not a QAT output): the nearest representation, counted as a mismatch.
+    exact = false;
+    const float s = cpu::round_fp8_e4m3(std::max(amax, 6.0f * 0x1p-9f) / 6.0f);
+    scales[b] = cpu::float_to_fp8_e4m3(s);
+    for (int i = i0; i < i0 + len; ++i) {
+      out[i >> 1] &= static_cast<uint8_t>((i & 1) ? 0x0f : 0xf0);
+      const uint8_t code = cpu::float_to_fp4_e2m1(std::clamp(v[i] / s, -6.0f, 6.0f));
+      out[i >> 1] |= static_cast<uint8_t>((i & 1) ? code << 4 : code);
+    }
+  }
+  if (!exact) g_mismatches.fetch_add(1, std::memory_order_relaxed);
+}
+
+void unpack_fp4_e4m3(const uint8_t* in, int dim, float* v) {
+  const uint8_t* scales = in + (dim + 1) / 2;
+  for (int i = 0; i < dim; ++i)
+    v[i] = cpu::fp4_packed_at(in, i) * cpu::fp8_e4m3_to_float(scales[i / kFp4E4m3Block]);
+}
+
+// e4m3 codes over all dims, one UE8M0 scale per 32 (the scale the quantizer used is recovered
+// as in pack_fp8_kv).
+void pack_fp8_b32(const float* v, int dim, uint8_t* out) {
+  uint8_t* scales = out + dim;
+  bool exact = true;
+  const auto& table = fp8_table();
+  for (int i0 = 0, b = 0; i0 < dim; i0 += kFp4Block, ++b) {
+    const int i1 = std::min(dim, i0 + kFp4Block);
+    float amax = 0.0f;
+    for (int i = i0; i < i1; ++i) amax = std::max(amax, std::fabs(v[i]));
+    const int k = min_exponent(amax, 9, cpu::kFp8E4m3Max);
+    scales[b] = static_cast<uint8_t>(k + 127);
+    const float inv = std::ldexp(1.0f, -k), s = cpu::ue8m0_to_float(scales[b]);
+    for (int i = i0; i < i1; ++i) {
+      out[i] = cpu::float_to_fp8_e4m3(v[i] * inv);
+      const float back = table[out[i]] * s;
+      exact = exact && std::bit_cast<uint32_t>(back) == std::bit_cast<uint32_t>(v[i]);
+    }
+  }
+  if (!exact) g_mismatches.fetch_add(1, std::memory_order_relaxed);
+}
+
+void unpack_fp8_b32(const uint8_t* in, int dim, float* v) {
+  const uint8_t* scales = in + dim;
+  const auto& table = fp8_table();
+  for (int i = 0; i < dim; ++i) v[i] = table[in[i]] * cpu::ue8m0_to_float(scales[i / kFp4Block]);
+}
+
 }  // namespace
+
+void entry_pack(EntryFormat format, const float* v, int dim, int rope_dim, uint8_t* out) {
+  switch (format) {
+    case EntryFormat::F32:
+      std::memcpy(out, v, 4 * static_cast<size_t>(dim));
+      return;
+    case EntryFormat::Fp8Kv:
+      pack_fp8_kv(v, dim, rope_dim, out);
+      return;
+    case EntryFormat::Mxfp4:
+      pack_mxfp4(v, dim, out);
+      return;
+    case EntryFormat::Fp4E4m3:
+      pack_fp4_e4m3(v, dim, out);
+      return;
+    case EntryFormat::Fp8B32:
+      pack_fp8_b32(v, dim, out);
+      return;
+  }
+}
+
+void entry_unpack(EntryFormat format, const uint8_t* in, int dim, int rope_dim, float* v) {
+  switch (format) {
+    case EntryFormat::F32:
+      std::memcpy(v, in, 4 * static_cast<size_t>(dim));
+      return;
+    case EntryFormat::Fp8Kv:
+      unpack_fp8_kv(in, dim, rope_dim, v);
+      return;
+    case EntryFormat::Mxfp4:
+      unpack_mxfp4(in, dim, v);
+      return;
+    case EntryFormat::Fp4E4m3:
+      unpack_fp4_e4m3(in, dim, v);
+      return;
+    case EntryFormat::Fp8B32:
+      unpack_fp8_b32(in, dim, v);
+      return;
+  }
+}
 
 int entry_row_bytes(EntryFormat format, int dim, int rope_dim) {
   switch (format) {
@@ -139,6 +265,10 @@ int entry_row_bytes(EntryFormat format, int dim, int rope_dim) {
     }
     case EntryFormat::Mxfp4:
       return (dim + 1) / 2 + (dim + kFp4Block - 1) / kFp4Block;
+    case EntryFormat::Fp4E4m3:
+      return (dim + 1) / 2 + (dim + kFp4E4m3Block - 1) / kFp4E4m3Block;
+    case EntryFormat::Fp8B32:
+      return dim + (dim + kFp4Block - 1) / kFp4Block;
   }
   return 4 * dim;
 }
@@ -169,17 +299,7 @@ void EntryStore::append(const float* v) {
   }
   uint8_t* dst = row_ptr(j);
   if (!dst) return;  // the block table does not cover the entry (the caller's bug)
-  switch (format) {
-    case EntryFormat::F32:
-      std::memcpy(dst, v, 4 * static_cast<size_t>(dim));
-      return;
-    case EntryFormat::Fp8Kv:
-      pack_fp8_kv(v, dim, rope_dim, dst);
-      return;
-    case EntryFormat::Mxfp4:
-      pack_mxfp4(v, dim, dst);
-      return;
-  }
+  entry_pack(format, v, dim, rope_dim, dst);
 }
 
 const float* EntryStore::row(int64_t j, float* scratch) const {
@@ -189,18 +309,7 @@ const float* EntryStore::row(int64_t j, float* scratch) const {
 }
 
 void EntryStore::read(int64_t j, float* out) const {
-  const uint8_t* src = row_ptr(j);
-  switch (format) {
-    case EntryFormat::F32:
-      std::memcpy(out, src, 4 * static_cast<size_t>(dim));
-      return;
-    case EntryFormat::Fp8Kv:
-      unpack_fp8_kv(src, dim, rope_dim, out);
-      return;
-    case EntryFormat::Mxfp4:
-      unpack_mxfp4(src, dim, out);
-      return;
-  }
+  entry_unpack(format, row_ptr(j), dim, rope_dim, out);
 }
 
 }  // namespace deepinfer::model

@@ -25,9 +25,11 @@ struct CompressorState {
 // rows the official numerics have already rounded (a row off its grid is counted, see
 // entry_pack_mismatches()).
 enum class EntryFormat : uint8_t {
-  F32,    // dim floats (exact numerics)
-  Fp8Kv,  // e4m3 no-RoPE dims + bf16 RoPE dims + one UE8M0 scale per 64, padded to 8 bytes
-  Mxfp4,  // e2m1 pairs (low nibble first) + one UE8M0 scale per 32
+  F32,      // dim floats (exact numerics)
+  Fp8Kv,    // e4m3 no-RoPE dims + bf16 RoPE dims + one UE8M0 scale per 64, padded to 8 bytes
+  Mxfp4,    // e2m1 pairs (low nibble first) + one UE8M0 scale per 32
+  Fp4E4m3,  // e2m1 pairs (low nibble first) + one E4M3 scale per 16 (V4.1 compressed KV)
+  Fp8B32,   // e4m3 over every dim + one UE8M0 scale per 32 (V4.1 window KV)
 };
 
 // Bytes of one row of `dim` values (rope_dim trailing bf16 dims for Fp8Kv).
@@ -35,6 +37,9 @@ int entry_row_bytes(EntryFormat format, int dim, int rope_dim);
 // Rows that did not round-trip bit for bit through a packed format since start-up (0 when the
 // values came from the official quantizers, which is what the packing relies on).
 int64_t entry_pack_mismatches();
+// One row in `format` (entry_row_bytes(format, dim, rope_dim) bytes at out), and back.
+void entry_pack(EntryFormat format, const float* row, int dim, int rope_dim, uint8_t* out);
+void entry_unpack(EntryFormat format, const uint8_t* in, int dim, int rope_dim, float* row);
 
 // The compressed rows of one layer (main entries or index keys). Entry j covers positions
 // [r·j, r·j + r). Paged: entry j lives in the engine block that holds its last position,

@@ -86,6 +86,8 @@ void run_compressor(V41Chunk& ch, int layer, const V41BlockWeights& w, V41LayerS
   float* kbuf = ch.ws.get(11, static_cast<size_t>(Di));
   v41_linear(ch, x, n, w.comp_wkv, a, r == 1);
   if (r > 1) v41_linear(ch, x, n, w.comp_wgate, g, false);
+  if (st.compressed.dim == 0) init_v41_store(st.compressed, EntryFormat::F32, D, r);
+  if (keys && st.index_keys.dim == 0) init_v41_store(st.index_keys, EntryFormat::F32, Di, r);
   if (r > 1 && st.tail_kv.empty()) {
     st.tail_kv.assign(static_cast<size_t>(r * D), 0.0f);
     st.tail_score.assign(static_cast<size_t>(r * D), kNegInf);
@@ -122,12 +124,11 @@ void run_compressor(V41Chunk& ch, int layer, const V41BlockWeights& w, V41LayerS
       v41_rms_norm(kbuf, 1, Di, w.idx_k_norm.data(), c.rms_eps, kbuf);
       v41_rope(ch.compress_rope, kbuf, 1, Di, R, r * j, false);
       cpu::fp4_act_quant_inplace(kbuf, Di, 32);
-      st.index_keys.insert(st.index_keys.end(), kbuf, kbuf + Di);
+      st.index_keys.append(kbuf);
     }
     v41_rope(ch.compress_rope, lat, 1, D, R, r * j, false);
     fp4_e4m3_scaled_inplace(lat, D, 16);
-    st.compressed.insert(st.compressed.end(), lat, lat + D);
-    st.n_compressed = j + 1;
+    st.compressed.append(lat);
   }
 }
 
@@ -148,6 +149,16 @@ void run_indexer(V41Chunk& ch, int layer, const V41BlockWeights& w, const V41Lay
   for (int64_t i = 0; i < n * Hi; ++i) wts[i] = cpu::round_bf16(wts[i] * wscale);
   const int64_t max_vis = (ch.pos0 + n) / r;
   float* scores = ch.ws.get(14, static_cast<size_t>(std::max<int64_t>(max_vis, 1)));
+  // The keys as contiguous floats: owned fp32 rows in place, else decoded once per chunk.
+  const EntryStore& ks = key_st.index_keys;
+  const float* keys = nullptr;
+  if (!ks.paged() && ks.format == EntryFormat::F32) {
+    keys = reinterpret_cast<const float*>(ks.own.data());
+  } else {
+    float* kd = ch.ws.get(16, static_cast<size_t>(std::max<int64_t>(max_vis, 1) * Di));
+    for (int64_t j = 0; j < max_vis; ++j) ks.read(j, kd + j * Di);
+    keys = kd;
+  }
   const bool source = layer == c.candidate_source_layer;
   const bool filtered = c.uses_candidates(layer);
   const int bs = std::max(c.candidate_block_size, 1);
@@ -168,8 +179,8 @@ void run_indexer(V41Chunk& ch, int layer, const V41BlockWeights& w, const V41Lay
     cpu::fp4_act_quant_inplace(qt, static_cast<int64_t>(Hi) * Di, 32);
     const int nvis = static_cast<int>((p + 1) / r);
     for (int j = 0; j < nvis; ++j)
-      scores[j] = official::index_score(qt, key_st.index_keys.data() + static_cast<int64_t>(j) * Di,
-                                        wts + t * Hi, Hi, Di);
+      scores[j] =
+          official::index_score(qt, keys + static_cast<int64_t>(j) * Di, wts + t * Hi, Hi, Di);
     if (source && nvis > 0) {
       const int nb = (nvis + bs - 1) / bs;
       for (int b = 0; b < nb; ++b) {
@@ -209,6 +220,14 @@ void fp4_e4m3_scaled_inplace(float* x, int64_t n, int block) {
       v[i] = cpu::round_bf16(cpu::round_fp4_e2m1(u) * s);
     }
   }
+}
+
+void init_v41_store(EntryStore& s, EntryFormat format, int dim, int ratio) {
+  s = EntryStore{};
+  s.format = format;
+  s.dim = dim;
+  s.ratio = ratio;
+  s.row_bytes = entry_row_bytes(format, dim, 0);
 }
 
 void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
@@ -254,9 +273,11 @@ void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   cpu::parallel_for(ch.pool, n, 1, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<const float*> slots;
-    thread_local std::vector<float> acc;
+    thread_local std::vector<float> acc, picked;  // picked: decoded packed entries [K, D]
     slots.resize(static_cast<size_t>(n_slots));
     acc.resize(static_cast<size_t>(D));
+    if (src && src->compressed.format != EntryFormat::F32)
+      picked.resize(static_cast<size_t>(K) * static_cast<size_t>(D));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t p = ch.pos0 + t;
       const int64_t first = std::max<int64_t>(0, p - win + 1), count = p - first + 1;
@@ -272,7 +293,7 @@ void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
         for (int i = 0; i < K; ++i)
           if (picks[i] >= 0)
             slots[static_cast<size_t>(W0 + i)] =
-                src->compressed.data() + static_cast<int64_t>(picks[i]) * D;
+                src->compressed.row(picks[i], picked.data() + static_cast<int64_t>(i) * D);
       }
       for (int h = 0; h < H; ++h)
         attend(q + (t * H + h) * D, slots.data(), n_slots, w.attn_sink[static_cast<size_t>(h)],

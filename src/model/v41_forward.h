@@ -65,4 +65,7 @@ void v41_moe(V41Chunk& ch, const V41BlockWeights& w, const float* x, float* y);
 // x ← bf16(e2m1(clamp(x/s, ±6))·s).
 void fp4_e4m3_scaled_inplace(float* x, int64_t n, int block);
 
+// An empty store of `dim`-wide rows, one per `ratio` positions, in `format` (owned, unpaged).
+void init_v41_store(EntryStore& s, EntryFormat format, int dim, int ratio);
+
 }  // namespace deepinfer::model::v41

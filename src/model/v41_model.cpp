@@ -273,9 +273,19 @@ Result<std::unique_ptr<V41Model>> V41Model::load(const std::string& dir,
   return m;
 }
 
-V41State V41Model::new_state() const {
+V41State V41Model::new_state(bool packed) const {
+  const V41Config& c = config_;
   V41State s;
-  s.layers.resize(static_cast<size_t>(config_.num_layers));
+  s.layers.resize(static_cast<size_t>(c.num_layers));
+  for (int l = 0; l < c.num_layers; ++l) {
+    if (!c.is_kv_source(l)) continue;
+    V41LayerState& ls = s.layers[static_cast<size_t>(l)];
+    init_v41_store(ls.compressed, packed ? EntryFormat::Fp4E4m3 : EntryFormat::F32, c.head_dim,
+                   c.ratio(l));
+    if (c.is_index_source(l))
+      init_v41_store(ls.index_keys, packed ? EntryFormat::Mxfp4 : EntryFormat::F32,
+                     c.index_head_dim, c.ratio(l));
+  }
   return s;
 }
 

@@ -17,25 +17,35 @@
 #include "common/result.h"
 #include "model/rope.h"
 #include "model/safetensors.h"
+#include "model/state.h"
 #include "model/v41_config.h"
 #include "model/v41_weights.h"
 
 namespace deepinfer::model::v41 {
 
 // Per layer: the window ring; per kv source: the compressor tail, the compressed entries (after
-// RoPE at r·j and FP4 QAT) and, for key owners, the index keys. Plain data: copy it to snapshot.
+// RoPE at r·j and FP4 QAT) and, for key owners, the index keys. The entries live in EntryStores
+// (model/state.h): owned fp32 rows by default, or packed rows paged inside an engine's KV blocks.
+// Plain data: copy it to snapshot (a paged store copies only its bookkeeping).
 struct V41LayerState {
   std::vector<float> ring;                 // [window, head_dim]: slot p mod window holds kv(p)
   std::vector<float> tail_kv, tail_score;  // [ratio, head_dim] fp32 (ratio > 1 kv sources)
-  int64_t n_compressed = 0;                // entry j covers positions [r·j, r·j + r)
-  std::vector<float> compressed;           // [n_compressed, head_dim]
-  std::vector<float> index_keys;           // [n_compressed, index_head_dim] (key owners)
+  EntryStore compressed;                   // entry j covers positions [r·j, r·j + r), head_dim
+  EntryStore index_keys;                   // the same entries' index keys (key owners)
 };
 
 struct V41State {
   int64_t position = 0;
   std::vector<V41LayerState> layers;
   std::vector<int32_t> recent_ids;  // the last engram_max_ngram_size − 1 token ids, oldest first
+
+  // Points every paged store at the sequence's current block table.
+  void bind_table(std::span<const int32_t> table) {
+    for (V41LayerState& l : layers) {
+      l.compressed.table = table;
+      l.index_keys.table = table;
+    }
+  }
 };
 
 struct V41Options {
@@ -57,7 +67,9 @@ class V41Model {
   const std::vector<std::string>& notes() const { return notes_; }
   bool engram_active() const { return engram_ != nullptr; }
 
-  V41State new_state() const;
+  // packed: compressed entries as FP4 e2m1 + E4M3 per 16 and index keys as MXFP4 (the QAT
+  // storage formats, lossless for the values the forward produces); else fp32 rows.
+  V41State new_state(bool packed = false) const;
 
   // Runs ids at positions state.position … and advances state. Logits of chunk row logit_rows[k]
   // go to logits[k·vocab …). With main_hidden, the bf16 stream means entering each DSpark target
