@@ -180,6 +180,28 @@ Status CudaModel::Impl::upload(const model::Model& m) {
   return exec.sync();
 }
 
+CudaSlotBytes cuda_slot_bytes(const model::ModelConfig& c, int64_t max_context) {
+  CudaSlotBytes b;
+  const int64_t f = sizeof(float);
+  for (int i = 0; i < c.num_layers; ++i) {
+    b.bounded += int64_t{c.sliding_window} * c.head_dim * f;
+    const int r = c.ratio(i);
+    if (r <= 0) continue;
+    const bool csa = c.kind(i) == model::AttentionKind::Csa;
+    const int64_t cap = max_context / r + 1;
+    // The same buffers as allocate_state_and_scratch(): tails kv + score [rows, width], store.
+    auto store = [&](int64_t dim, bool overlap) {
+      const int64_t k = overlap ? 2 : 1;
+      b.bounded += 2 * (k * r) * (k * dim) * f;
+      b.entries += cap * dim * f;
+      b.entry_bytes_per_position += static_cast<double>(dim * f) / r;
+    };
+    store(c.head_dim, csa);
+    if (csa) store(c.index_head_dim, true);
+  }
+  return b;
+}
+
 void CudaModel::Impl::allocate_state_and_scratch() {
   const model::ModelConfig& c = cfg;
   const int S = opt.max_sequences;
@@ -332,6 +354,35 @@ void CudaModel::reset(int seq) {
 int64_t CudaModel::position(int seq) const {
   if (seq < 0 || seq >= impl_->opt.max_sequences) return -1;
   return impl_->positions[static_cast<size_t>(seq)];
+}
+
+Status CudaModel::copy_slot(int src, int dst) {
+  Impl& m = *impl_;
+  const int S = m.opt.max_sequences;
+  if (src < 0 || src >= S || dst < 0 || dst >= S)
+    return Error{"copy_slot: sequence slot out of range"};
+  if (src == dst) return Status::Ok();
+  const int64_t pos = m.positions[static_cast<size_t>(src)];
+  auto copy = [&](float* base, int64_t per_slot, int64_t n) {
+    const float* from = base + src * per_slot;
+    float* to = base + dst * per_slot;
+    m.exec.each(n, [=] DI_HD(int64_t i) { to[i] = from[i]; });
+  };
+  const int64_t ring = int64_t{m.cfg.sliding_window} * m.cfg.head_dim;
+  for (LayerState& L : m.layers) {
+    copy(L.ring.ptr, ring, ring);
+    for (const CompressorBuffers* cb : {&L.comp, &L.icomp}) {
+      if (cb->ratio <= 0) continue;
+      const int64_t tail = int64_t{cb->rows} * cb->width;
+      copy(cb->kv, tail, tail);
+      copy(cb->score, tail, tail);
+      // Entries 0 … pos / ratio − 1 are closed; the rest of the store is never read.
+      const int64_t closed = std::min(cb->capacity, pos / cb->ratio + 1);
+      copy(cb->store, cb->capacity * cb->dim, closed * cb->dim);
+    }
+  }
+  m.positions[static_cast<size_t>(dst)] = pos;
+  return m.exec.sync();
 }
 
 int64_t CudaModel::weight_bytes() const { return impl_->weight_bytes; }

@@ -24,6 +24,17 @@ bool device_available();
 // One line naming the device (or why there is none).
 std::string device_name();
 
+// Device bytes of one sequence slot, as CudaModel allocates them: the bounded part (window
+// rings, compressor tails) and the compressed-entry stores (CSA / HCA entries, index keys) sized
+// for max_context positions; entry_bytes_per_position is that store's amortized cost per position.
+struct CudaSlotBytes {
+  int64_t bounded = 0;
+  int64_t entries = 0;
+  double entry_bytes_per_position = 0.0;
+  int64_t total() const { return bounded + entries; }
+};
+CudaSlotBytes cuda_slot_bytes(const model::ModelConfig& config, int64_t max_context);
+
 struct CudaModelOptions {
   int max_sequences = 1;           // sequence slots (the largest decode batch)
   int64_t max_context = 8192;      // positions per sequence (sizes the compressed-entry stores)
@@ -48,6 +59,9 @@ class CudaModel {
   // Sequence slots 0 … max_sequences−1. reset() puts a slot back at position 0.
   void reset(int seq);
   int64_t position(int seq) const;
+  // Copies slot src's whole state (rings, compressor tails, entries, position) into slot dst, so
+  // that dst continues exactly as src would (fills decode batches without re-running prefills).
+  Status copy_slot(int src, int dst);
 
   // Runs ids through slot `seq` from its position onward (prefill, chunked prefill, or a
   // one-token step). For each k, the logits of chunk row logit_rows[k] go to host memory

@@ -1,0 +1,82 @@
+// The engine runner by device (see engine_device.h).
+#include "cli/engine_device.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "engine/v4_model_runner.h"
+#ifdef DEEPINFER_HAVE_CUDA
+#include "backend/cuda/cuda_model.h"
+#include "engine/cuda/cuda_model_runner.h"
+#endif
+
+namespace deepinfer::cli {
+namespace {
+
+[[maybe_unused]] bool emulate_cuda() {
+  const char* e = std::getenv("DEEPINFER_CUDA_EMULATE");
+  return e && std::string(e) == "1";
+}
+
+[[maybe_unused]] std::string mib(int64_t bytes) {
+  return std::to_string((bytes + (1 << 19)) >> 20) + " MiB";
+}
+
+}  // namespace
+
+Result<bool> engine_uses_cuda(const std::string& device, const std::string& who) {
+  if (device == "cpu") return false;
+  if (device != "cuda" && device != "auto" && !device.empty())
+    return Error{"--device must be cpu, cuda or auto (got '" + device + "')"};
+#ifdef DEEPINFER_HAVE_CUDA
+  const bool have = emulate_cuda() || cuda::device_available();
+  if (device == "cuda") {
+    if (!have) return Error{"--device cuda: " + cuda::device_name()};
+    return true;
+  }
+  std::cerr << who << ": --device auto: "
+            << (have ? "cuda (" +
+                           (emulate_cuda() ? std::string("emulated on the host")
+                                           : cuda::device_name()) +
+                           ")"
+                     : "cpu (" + cuda::device_name() + ")")
+            << "\n";
+  return have;
+#else
+  if (device == "cuda") return Error{"--device cuda: this build has no CUDA backend"};
+  std::cerr << who << ": --device auto: cpu (this build has no CUDA backend)\n";
+  return false;
+#endif
+}
+
+Result<std::unique_ptr<engine::ModelRunner>> make_engine_runner(model::Model& model, bool cuda,
+                                                                [[maybe_unused]] int64_t kv_budget,
+                                                                engine::EngineConfig& config,
+                                                                std::string& note) {
+  if (!cuda) return std::unique_ptr<engine::ModelRunner>(new engine::V4ModelRunner(model));
+#ifdef DEEPINFER_HAVE_CUDA
+  engine::EngineConfig& c = config;
+  auto plan = engine::plan_cuda_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
+                                   c.scheduler.max_model_len, c.kv.block_size);
+  if (!plan.ok()) return plan.error();
+  const engine::CudaKvPlan& p = plan.value();
+  engine::CudaRunnerOptions o;
+  o.max_context = p.max_context;
+  o.emulate = emulate_cuda();
+  const bool lowered = p.max_context < c.scheduler.max_model_len;
+  c.scheduler.max_model_len = static_cast<int32_t>(p.max_context);
+  c.kv.num_blocks = p.num_blocks;
+  c.kv_cache_memory = 0;
+  note = "cuda: " + std::to_string(c.scheduler.max_num_seqs) + " sequence slots x " +
+         std::to_string(p.max_context) + " positions, " + mib(p.state_bytes) + " of KV state" +
+         (lowered ? " (max_model_len lowered to fit the KV budget)" : "") + ", no prefix cache" +
+         (o.emulate ? ", emulated on the host" : "");
+  return std::unique_ptr<engine::ModelRunner>(new engine::CudaModelRunner(model, o));
+#else
+  (void)config;
+  (void)note;
+  return Error{"--device cuda: this build has no CUDA backend"};
+#endif
+}
+
+}  // namespace deepinfer::cli
