@@ -2,63 +2,14 @@
 
 #include <cmath>
 
-#include "common/io.h"
+#include "model/config_reader.h"
 
 namespace deepinfer::model {
 namespace {
 
-const Json* find(const JsonObject& o, std::initializer_list<const char*> keys) {
-  for (const char* k : keys) {
-    auto it = o.find(k);
-    if (it != o.end() && !it->value().is_null()) return &it->value();
-  }
-  return nullptr;
-}
-
-bool as_double(const Json& v, double* out) {
-  if (v.is_int64()) {
-    *out = static_cast<double>(v.as_int64());
-  } else if (v.is_uint64()) {
-    *out = static_cast<double>(v.as_uint64());
-  } else if (v.is_double()) {
-    *out = v.as_double();
-  } else {
-    return false;
-  }
-  return true;
-}
-
-struct Reader {
-  const JsonObject& o;
-  std::string error;
-
-  double number(std::initializer_list<const char*> keys, double fallback, bool required) {
-    const Json* v = find(o, keys);
-    double d = fallback;
-    if (!v) {
-      if (required && error.empty())
-        error = std::string("config.json lacks \"") + *keys.begin() + "\"";
-      return fallback;
-    }
-    if (!as_double(*v, &d) && error.empty()) {
-      error = std::string("config.json: \"") + *keys.begin() + "\" is not a number";
-    }
-    return d;
-  }
-  int integer(std::initializer_list<const char*> keys, int fallback, bool required) {
-    const double d = number(keys, fallback, required);
-    if (!(d == std::floor(d) && d >= -2147483648.0 && d <= 2147483647.0)) {
-      if (error.empty())
-        error = std::string("config.json: \"") + *keys.begin() + "\" is not an integer";
-      return fallback;
-    }
-    return static_cast<int>(d);
-  }
-};
-
 void read_rope(const JsonObject& o, RopeConfig* rope, std::string* error, double max_position,
                bool nested) {
-  if (auto it = o.find("rope_theta"); it != o.end()) as_double(it->value(), &rope->theta);
+  if (auto it = o.find("rope_theta"); it != o.end()) json_number(it->value(), &rope->theta);
   std::string type = "default";
   for (const char* k : {"rope_type", "type"}) {
     if (auto it = o.find(k); it != o.end() && it->value().is_string()) {
@@ -68,7 +19,7 @@ void read_rope(const JsonObject& o, RopeConfig* rope, std::string* error, double
   }
   if (type == "yarn") {
     rope->yarn = true;
-    Reader r{o, {}};
+    ConfigReader r{o, {}};
     rope->factor = r.number({"factor"}, 1.0, true);
     rope->original_max_position =
         r.number({"original_max_position_embeddings"}, max_position, false);
@@ -103,7 +54,7 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   if (!json.is_object()) return Error{"config.json is not a JSON object"};
   const JsonObject& o = json.as_object();
   // HF transformers nests the text model of multimodal configs; V4 keeps it flat.
-  Reader r{o, {}};
+  ConfigReader r{o, {}};
   ModelConfig c;
   c.vocab_size = r.integer({"vocab_size"}, 0, true);
   c.hidden_size = r.integer({"hidden_size", "dim"}, 0, true);
@@ -129,10 +80,10 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   c.hc_eps = r.number({"hc_eps"}, 1e-6, false);
   c.rms_eps = r.number({"rms_norm_eps", "norm_eps"}, 1e-6, false);
   c.bos_token_id = r.integer({"bos_token_id"}, 0, false);
-  if (const Json* s = find(o, {"scoring_func", "score_func"}); s && s->is_string()) {
+  if (const Json* s = find_config_key(o, {"scoring_func", "score_func"}); s && s->is_string()) {
     c.scoring_func = std::string(s->as_string());
   }
-  if (const Json* e = find(o, {"eos_token_id"})) {
+  if (const Json* e = find_config_key(o, {"eos_token_id"})) {
     if (e->is_array()) {
       for (const auto& v : e->as_array()) {
         if (v.is_int64()) c.eos_token_ids.push_back(static_cast<int>(v.as_int64()));
@@ -146,15 +97,15 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   if (!r.error.empty()) return Error{r.error};
 
   // RoPE width: qk_rope_head_dim (published), rope_head_dim (official) or partial_rotary_factor.
-  if (const Json* v = find(o, {"qk_rope_head_dim", "rope_head_dim"})) {
+  if (const Json* v = find_config_key(o, {"qk_rope_head_dim", "rope_head_dim"})) {
     double d = 0;
-    if (!as_double(*v, &d) || !(d >= 0 && d <= 1e6)) {
+    if (!json_number(*v, &d) || !(d >= 0 && d <= 1e6)) {
       return Error{"config.json: \"qk_rope_head_dim\" is not a valid width"};
     }
     c.rope_dim = static_cast<int>(d);
-  } else if (const Json* f = find(o, {"partial_rotary_factor"})) {
+  } else if (const Json* f = find_config_key(o, {"partial_rotary_factor"})) {
     double d = 0;
-    if (!as_double(*f, &d) || !(d >= 0 && d <= 1)) {
+    if (!json_number(*f, &d) || !(d >= 0 && d <= 1)) {
       return Error{"config.json: \"partial_rotary_factor\" must lie in [0, 1]"};
     }
     c.rope_dim = static_cast<int>(c.head_dim * d);
@@ -164,12 +115,12 @@ Result<ModelConfig> parse_model_config(const Json& json) {
 
   // Layer schedule: compress_ratios (published/official) or layer_types + compress_rates (HF).
   int csa_rate = 4, hca_rate = 128;
-  if (const Json* rates = find(o, {"compress_rates"}); rates && rates->is_object()) {
-    Reader rr{rates->as_object(), {}};
+  if (const Json* rates = find_config_key(o, {"compress_rates"}); rates && rates->is_object()) {
+    ConfigReader rr{rates->as_object(), {}};
     csa_rate = rr.integer({"compressed_sparse_attention"}, 4, false);
     hca_rate = rr.integer({"heavily_compressed_attention"}, 128, false);
   }
-  if (const Json* lt = find(o, {"layer_types"}); lt && lt->is_array()) {
+  if (const Json* lt = find_config_key(o, {"layer_types"}); lt && lt->is_array()) {
     for (const auto& v : lt->as_array()) {
       const std::string t = v.is_string() ? std::string(v.as_string()) : "";
       c.csa_layers.push_back(t == "compressed_sparse_attention");
@@ -183,7 +134,7 @@ Result<ModelConfig> parse_model_config(const Json& json) {
         return Error{"config.json: unknown layer type \"" + t + "\""};
       }
     }
-  } else if (const Json* cr = find(o, {"compress_ratios"}); cr && cr->is_array()) {
+  } else if (const Json* cr = find_config_key(o, {"compress_ratios"}); cr && cr->is_array()) {
     for (const auto& v : cr->as_array()) {
       if (!v.is_int64() || v.as_int64() < 0 || v.as_int64() > (1 << 20)) {
         return Error{"config.json: bad compress_ratios entry"};
@@ -203,22 +154,23 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   if (csa_rate <= 0 || hca_rate <= 0) return Error{"config.json: compress_rates must be positive"};
 
   // MoE routing: mlp_layer_types (HF) or the first num_hash_layers layers.
-  if (const Json* mt = find(o, {"mlp_layer_types"}); mt && mt->is_array()) {
+  if (const Json* mt = find_config_key(o, {"mlp_layer_types"}); mt && mt->is_array()) {
     for (const auto& v : mt->as_array()) {
       c.hash_routed.push_back(v.is_string() && v.as_string() == "hash_moe");
     }
     c.hash_routed.resize(static_cast<size_t>(c.num_layers), false);
   } else {
-    const int n_hash = Reader{o, {}}.integer({"num_hash_layers", "n_hash_layers"}, 0, false);
+    const int n_hash = ConfigReader{o, {}}.integer({"num_hash_layers", "n_hash_layers"}, 0, false);
     for (int i = 0; i < c.num_layers; ++i) c.hash_routed.push_back(i < n_hash);
   }
 
   // RoPE tables: main (sliding layers) and compress (CSA/HCA layers, usually YaRN).
   std::string rope_error;
-  const double max_pos = Reader{o, {}}.number({"max_position_embeddings"}, 0.0, false);
-  c.main_rope.theta = Reader{o, {}}.number({"rope_theta"}, 10000.0, false);
-  c.compress_rope.theta = Reader{o, {}}.number({"compress_rope_theta"}, c.main_rope.theta, false);
-  if (const Json* rp = find(o, {"rope_parameters"});
+  const double max_pos = ConfigReader{o, {}}.number({"max_position_embeddings"}, 0.0, false);
+  c.main_rope.theta = ConfigReader{o, {}}.number({"rope_theta"}, 10000.0, false);
+  c.compress_rope.theta =
+      ConfigReader{o, {}}.number({"compress_rope_theta"}, c.main_rope.theta, false);
+  if (const Json* rp = find_config_key(o, {"rope_parameters"});
       rp && rp->is_object() && rp->as_object().contains("main")) {
     const auto& rpo = rp->as_object();
     if (rpo.at("main").is_object()) {
@@ -227,13 +179,13 @@ Result<ModelConfig> parse_model_config(const Json& json) {
     if (auto it = rpo.find("compress"); it != rpo.end() && it->value().is_object()) {
       read_rope(it->value().as_object(), &c.compress_rope, &rope_error, max_pos, true);
     }
-  } else if (const Json* rs = find(o, {"rope_scaling"}); rs && rs->is_object()) {
+  } else if (const Json* rs = find_config_key(o, {"rope_scaling"}); rs && rs->is_object()) {
     const double theta = c.compress_rope.theta;
     read_rope(rs->as_object(), &c.compress_rope, &rope_error, max_pos, false);
     c.compress_rope.theta = theta;
-    c.compress_rope.attention_factor = 1.0;  // V4: no YaRN attention scale (HF forces 1.0)
-  } else if (find(o, {"rope_factor"})) {     // official inference keys
-    Reader rr{o, {}};
+    c.compress_rope.attention_factor = 1.0;          // V4: no YaRN attention scale (HF forces 1.0)
+  } else if (find_config_key(o, {"rope_factor"})) {  // official inference keys
+    ConfigReader rr{o, {}};
     c.compress_rope.yarn = rr.number({"original_seq_len"}, 0, false) > 0;
     c.compress_rope.factor = rr.number({"rope_factor"}, 1, false);
     c.compress_rope.original_max_position = rr.number({"original_seq_len"}, 0, false);
@@ -242,10 +194,10 @@ Result<ModelConfig> parse_model_config(const Json& json) {
   }
   if (!rope_error.empty()) return Error{rope_error};
 
-  if (const Json* t = find(o, {"tie_word_embeddings"}); t && t->is_bool()) {
+  if (const Json* t = find_config_key(o, {"tie_word_embeddings"}); t && t->is_bool()) {
     c.tie_word_embeddings = t->as_bool();
   }
-  if (const Json* q = find(o, {"quantization_config"}); q && q->is_object()) {
+  if (const Json* q = find_config_key(o, {"quantization_config"}); q && q->is_object()) {
     c.numerics = Numerics::Official;
   }
 
@@ -288,10 +240,8 @@ Result<ModelConfig> parse_model_config(const Json& json) {
 }
 
 Result<ModelConfig> load_model_config(const std::string& dir) {
-  auto text = read_file(dir + "/config.json");
-  if (!text) return Error{"cannot read " + dir + "/config.json: " + text.error().message};
-  auto json = parse_json(text.value());
-  if (!json) return Error{"config.json: " + json.error().message};
+  auto json = read_config_json(dir);
+  if (!json.ok()) return json.error();
   return parse_model_config(json.value());
 }
 

@@ -3,100 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/io.h"
+#include "model/config_reader.h"
 
 namespace deepinfer::model::v41 {
 namespace {
-
-const Json* find(const JsonObject& o, std::initializer_list<const char*> keys) {
-  for (const char* k : keys) {
-    auto it = o.find(k);
-    if (it != o.end() && !it->value().is_null()) return &it->value();
-  }
-  return nullptr;
-}
-
-bool as_double(const Json& v, double* out) {
-  if (v.is_int64()) {
-    *out = static_cast<double>(v.as_int64());
-  } else if (v.is_uint64()) {
-    *out = static_cast<double>(v.as_uint64());
-  } else if (v.is_double()) {
-    *out = v.as_double();
-  } else if (v.is_bool()) {
-    *out = v.as_bool() ? 1.0 : 0.0;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-struct Reader {
-  const JsonObject& o;
-  std::string error;
-
-  void fail(const std::string& m) {
-    if (error.empty()) error = m;
-  }
-  double number(std::initializer_list<const char*> keys, double fallback, bool required) {
-    const Json* v = find(o, keys);
-    double d = fallback;
-    if (!v) {
-      if (required) fail(std::string("config.json lacks \"") + *keys.begin() + "\"");
-      return fallback;
-    }
-    if (!as_double(*v, &d))
-      fail(std::string("config.json: \"") + *keys.begin() + "\" is not a number");
-    return d;
-  }
-  int64_t integer64(std::initializer_list<const char*> keys, int64_t fallback, bool required) {
-    const double d = number(keys, static_cast<double>(fallback), required);
-    if (!(d == std::floor(d) && std::fabs(d) < 9e15)) {
-      fail(std::string("config.json: \"") + *keys.begin() + "\" is not an integer");
-      return fallback;
-    }
-    return static_cast<int64_t>(d);
-  }
-  int integer(std::initializer_list<const char*> keys, int fallback, bool required) {
-    const int64_t v = integer64(keys, fallback, required);
-    if (v < -2147483648LL || v > 2147483647LL) {
-      fail(std::string("config.json: \"") + *keys.begin() + "\" is out of range");
-      return fallback;
-    }
-    return static_cast<int>(v);
-  }
-  template <class T>
-  std::vector<T> list(std::initializer_list<const char*> keys, bool required) {
-    std::vector<T> out;
-    const Json* v = find(o, keys);
-    if (!v) {
-      if (required) fail(std::string("config.json lacks \"") + *keys.begin() + "\"");
-      return out;
-    }
-    if (!v->is_array()) {
-      fail(std::string("config.json: \"") + *keys.begin() + "\" is not a list");
-      return out;
-    }
-    for (const Json& e : v->as_array()) {
-      double d = 0;
-      if (!as_double(e, &d) || d != std::floor(d)) {
-        fail(std::string("config.json: \"") + *keys.begin() + "\" holds a non-integer");
-        return {};
-      }
-      out.push_back(static_cast<T>(d));
-    }
-    return out;
-  }
-  std::string text(std::initializer_list<const char*> keys, const std::string& fallback) {
-    const Json* v = find(o, keys);
-    if (!v) return fallback;
-    if (!v->is_string()) {
-      fail(std::string("config.json: \"") + *keys.begin() + "\" is not a string");
-      return fallback;
-    }
-    return std::string(v->as_string());
-  }
-};
 
 bool contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
@@ -157,22 +67,22 @@ bool V41Config::is_engram_layer(int layer) const { return contains(engram_layer_
 bool is_v41_config(const Json& json) {
   if (!json.is_object()) return false;
   const JsonObject& o = json.as_object();
-  if (const Json* a = find(o, {"architectures"}); a && a->is_array())
+  if (const Json* a = find_config_key(o, {"architectures"}); a && a->is_array())
     for (const Json& e : a->as_array())
       if (e.is_string() && e.as_string() == "DeepseekV41ForCausalLM") return true;
-  if (const Json* m = find(o, {"model_type"}); m && m->is_string())
+  if (const Json* m = find_config_key(o, {"model_type"}); m && m->is_string())
     return m->as_string() == "deepseek_v41" || m->as_string() == "deepseek_v41_text";
   // Flat official keys: the V4.1-only fields.
-  return find(o, {"kv_source_layers"}) && find(o, {"index_source_layers"});
+  return find_config_key(o, {"kv_source_layers"}) && find_config_key(o, {"index_source_layers"});
 }
 
 Result<V41Config> parse_v41_config(const Json& json) {
   if (!json.is_object()) return Error{"config.json is not an object"};
   const JsonObject& top = json.as_object();
-  const Json* text = find(top, {"text_config"});
+  const Json* text = find_config_key(top, {"text_config"});
   if (text && !text->is_object()) return Error{"config.json: \"text_config\" is not an object"};
   const JsonObject& o = text ? text->as_object() : top;
-  Reader r{o, {}};
+  ConfigReader r{o, {}};
   V41Config c;
   c.vocab_size = r.integer({"vocab_size"}, 0, true);
   c.hidden_size = r.integer({"hidden_size", "dim"}, 0, true);
@@ -201,7 +111,7 @@ Result<V41Config> parse_v41_config(const Json& json) {
   c.moe_intermediate = r.integer({"moe_intermediate_size", "moe_inter_dim"}, 0, true);
   c.scoring_func = r.text({"scoring_func", "score_func"}, "sqrtsoftplus");
   c.gate_temp = r.number({"gate_temp"}, 1.0, false);
-  c.norm_topk_prob = r.number({"norm_topk_prob"}, 1.0, false) != 0.0;
+  c.norm_topk_prob = r.flag({"norm_topk_prob"}, true);
   c.routed_scaling = r.number({"routed_scaling_factor", "route_scale"}, 1.0, false);
   c.swiglu_limit = r.number({"swiglu_limit"}, 0.0, false);
   c.hc_mult = r.integer({"hc_mult"}, 1, false);
@@ -223,8 +133,8 @@ Result<V41Config> parse_v41_config(const Json& json) {
   c.dspark_n_routed_experts = r.integer({"dspark_n_routed_experts"}, 0, false);
   c.dspark_experts_per_token =
       r.integer({"dspark_num_experts_per_tok", "dspark_n_activated_experts"}, 0, false);
-  c.tie_word_embeddings = r.number({"tie_word_embeddings"}, 0.0, false) != 0.0;
-  c.image_token_id = Reader{top, {}}.integer({"image_token_id"}, 129264, false);
+  c.tie_word_embeddings = r.flag({"tie_word_embeddings"}, false);
+  c.image_token_id = ConfigReader{top, {}}.integer({"image_token_id"}, 129264, false);
 
   // RoPE: rope_scaling (published) or the flat official keys.
   const double rope_theta = r.number({"rope_theta"}, 10000.0, false);
@@ -233,8 +143,8 @@ Result<V41Config> parse_v41_config(const Json& json) {
   double beta_fast = r.number({"beta_fast"}, 32.0, false);
   double beta_slow = r.number({"beta_slow"}, 1.0, false);
   double original = r.number({"original_seq_len"}, 0.0, false);
-  if (const Json* rs = find(o, {"rope_scaling"}); rs && rs->is_object()) {
-    Reader s{rs->as_object(), {}};
+  if (const Json* rs = find_config_key(o, {"rope_scaling"}); rs && rs->is_object()) {
+    ConfigReader s{rs->as_object(), {}};
     factor = s.number({"factor"}, factor, false);
     beta_fast = s.number({"beta_fast"}, beta_fast, false);
     beta_slow = s.number({"beta_slow"}, beta_slow, false);
@@ -251,10 +161,10 @@ Result<V41Config> parse_v41_config(const Json& json) {
   c.compress_rope.beta_slow = beta_slow;
 
   // Storage: quantization_config (published, top level or text_config) or dtype (official keys).
-  const Json* q = find(top, {"quantization_config"});
-  if (!q) q = find(o, {"quantization_config"});
+  const Json* q = find_config_key(top, {"quantization_config"});
+  if (!q) q = find_config_key(o, {"quantization_config"});
   if (q && q->is_object()) {
-    Reader qr{q->as_object(), {}};
+    ConfigReader qr{q->as_object(), {}};
     c.fp8 = qr.text({"quant_method"}, "") == "fp8";
     c.expert_fp4 = qr.text({"expert_dtype"}, "") == "fp4";
     const std::vector<int> block = qr.list<int>({"weight_block_size"}, false);
@@ -264,20 +174,20 @@ Result<V41Config> parse_v41_config(const Json& json) {
     c.fp8 = r.text({"dtype"}, "bf16") == "fp8";
     c.expert_fp4 = c.fp8 && r.text({"expert_dtype"}, "") == "fp4";
   }
-  if (const Json* v = find(top, {"vision_config"}); v && v->is_object()) {
-    c.vision_layers = Reader{v->as_object(), {}}.integer({"num_hidden_layers"}, 0, false);
+  if (const Json* v = find_config_key(top, {"vision_config"}); v && v->is_object()) {
+    c.vision_layers = ConfigReader{v->as_object(), {}}.integer({"num_hidden_layers"}, 0, false);
   } else {
     c.vision_layers = r.integer({"vision_n_layers"}, 0, false);
   }
   // eos: an int or a list (top level or text_config)
-  const Json* eos = find(o, {"eos_token_id"});
-  if (!eos) eos = find(top, {"eos_token_id"});
+  const Json* eos = find_config_key(o, {"eos_token_id"});
+  if (!eos) eos = find_config_key(top, {"eos_token_id"});
   if (eos && eos->is_array()) {
-    c.eos_token_ids = Reader{top, {}}.list<int>({"eos_token_id"}, false);
+    c.eos_token_ids = ConfigReader{top, {}}.list<int>({"eos_token_id"}, false);
     if (c.eos_token_ids.empty()) c.eos_token_ids = r.list<int>({"eos_token_id"}, false);
   } else if (eos) {
     double d = 1;
-    if (as_double(*eos, &d)) c.eos_token_ids = {static_cast<int>(d)};
+    if (json_number(*eos, &d)) c.eos_token_ids = {static_cast<int>(d)};
   } else {
     c.eos_token_ids = {1};
   }
@@ -331,10 +241,8 @@ Result<V41Config> parse_v41_config(const Json& json) {
 }
 
 Result<V41Config> load_v41_config(const std::string& dir) {
-  auto text = read_file(dir + "/config.json");
-  if (!text.ok()) return Error{"cannot read " + dir + "/config.json: " + text.error().message};
-  auto json = parse_json(text.value());
-  if (!json.ok()) return Error{"config.json: " + json.error().message};
+  auto json = read_config_json(dir);
+  if (!json.ok()) return json.error();
   return parse_v41_config(json.value());
 }
 
