@@ -13,6 +13,7 @@
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -212,6 +213,8 @@ HarnessOptions bench_options() {
   o.max_num_seqs = 1024;
   o.num_state_slots = 1100;
   o.num_blocks = 16384;
+  // A copy of the tree elsewhere (e.g. a bench machine) names its own models/default.
+  if (const char* dir = std::getenv("DEEPINFER_SOURCE_DIR")) o.source_dir = dir;
   return o;
 }
 
