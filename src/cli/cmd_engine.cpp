@@ -12,8 +12,7 @@
 #include "common/json.h"
 #include "common/progress.h"
 #include "engine/batch.h"
-#include "engine/v4_model_runner.h"
-#include "model/model.h"
+#include "engine/v41_engine_model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::cli {
@@ -202,9 +201,12 @@ void run_generate_batch(const std::string& model_dir, int threads, const BatchFl
     if (!t.ok()) fail("tokenizer.json: " + t.error().message);
     tok = std::move(t.value());
   }
-  auto model = model::Model::load(model_dir, {threads});
-  if (!model.ok()) fail(model.error().message);
-  const int32_t bos = adds_bos(model_dir) ? model.value()->config().bos_token_id : -1;
+  // V4 or V4.1 from config.json; either runs through the engine.
+  auto loaded = engine::load_engine_model(model_dir, threads, true);
+  if (!loaded.ok()) fail(loaded.error().message);
+  engine::EngineModel& model = loaded.value();
+  for (const std::string& note : model.notes) std::cerr << "deepinfer: note: " << note << "\n";
+  const int32_t bos = adds_bos(model_dir) ? model.bos_token_id : -1;
   std::vector<Line> lines;
   std::istringstream in(text);
   for (std::string row; std::getline(in, row);) {
@@ -223,11 +225,10 @@ void run_generate_batch(const std::string& model_dir, int threads, const BatchFl
   config.scheduler.max_num_seqs = f.max_num_seqs;
   config.scheduler.max_num_batched_tokens = f.max_batched_tokens;
   config.scheduler.max_model_len = f.max_model_len;
-  for (int id : model.value()->config().eos_token_ids) config.scheduler.eos_token_ids.push_back(id);
+  for (int id : model.eos_token_ids) config.scheduler.eos_token_ids.push_back(id);
   if (f.block_size < 1 || f.max_num_seqs < 1 || f.max_batched_tokens < f.block_size)
     fail("--block-size, --max-num-seqs must be >= 1 and --max-batched-tokens >= --block-size");
-  engine::V4ModelRunner runner(*model.value());
-  auto eng = engine::Engine::create(config, runner);
+  auto eng = engine::Engine::create(config, *model.runner);
   if (!eng.ok()) fail(eng.error().message);
 
   std::vector<EngineRequest> requests;

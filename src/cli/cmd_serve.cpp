@@ -11,8 +11,7 @@
 #include "cli/command.h"
 #include "common/byte_size.h"
 #include "engine/engine.h"
-#include "engine/v4_model_runner.h"
-#include "model/model.h"
+#include "engine/v41_engine_model.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
 #include "server/router.h"
@@ -114,17 +113,21 @@ void run(const ServeFlags& f) {
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
   std::cerr << "deepinfer serve: loading " << model_dir << " ...\n";
-  auto model = model::Model::load(model_dir, {threads});
-  if (!model.ok()) fail(model.error().message);
-  const auto& config = model.value()->config();
+  // V4 or V4.1 from config.json; either runs through the engine.
+  auto loaded = engine::load_engine_model(model_dir, threads, true);
+  if (!loaded.ok()) fail(loaded.error().message);
+  engine::EngineModel& model = loaded.value();
+  for (const std::string& note : model.notes)
+    std::cerr << "deepinfer serve: note: " << note << "\n";
   bool v41 = false;
   if (f.encoding == "v41") v41 = true;
-  else if (f.encoding != "v4" && f.encoding != "auto") fail("--encoding must be v4, v41 or auto");
+  else if (f.encoding == "auto") v41 = model.is_v41();
+  else if (f.encoding != "v4") fail("--encoding must be v4, v41 or auto");
   api.options().encoding = v41 ? recipe::EncodingVersion::V41 : recipe::EncodingVersion::V4;
   auto tok = load_tokenizer(f, model_dir, v41);
-  if (static_cast<int64_t>(tok->vocab_size()) > config.vocab_size)
+  if (static_cast<int64_t>(tok->vocab_size()) > model.vocab_size)
     fail("the tokenizer has " + std::to_string(tok->vocab_size()) + " ids but the model only " +
-         std::to_string(config.vocab_size) + "; pass the model's own --tokenizer");
+         std::to_string(model.vocab_size) + "; pass the model's own --tokenizer");
 
   engine::EngineConfig engine_config;
   engine_config.kv.block_size = f.block_size;
@@ -134,16 +137,15 @@ void run(const ServeFlags& f) {
   engine_config.scheduler.max_num_batched_tokens = f.max_batched_tokens;
   engine_config.scheduler.max_model_len =
       static_cast<int32_t>(f.max_model_len > 0 ? f.max_model_len : 65536);
-  for (int id : config.eos_token_ids) engine_config.scheduler.eos_token_ids.push_back(id);
-  engine::V4ModelRunner runner(*model.value());
-  auto eng = engine::Engine::create(engine_config, runner);
+  for (int id : model.eos_token_ids) engine_config.scheduler.eos_token_ids.push_back(id);
+  auto eng = engine::Engine::create(engine_config, *model.runner);
   if (!eng.ok()) fail(eng.error().message);
   api.options().max_model_len = eng.value()->max_model_len();
   api.attach(*tok, *eng.value());
   router.set_ready(true);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cerr << "deepinfer serve: model '" << api.options().served_model_name << "' ready in "
-            << seconds << " s (" << config.num_layers << " layers, vocab " << config.vocab_size
+            << seconds << " s (" << model.num_layers << " layers, vocab " << model.vocab_size
             << ", max_model_len " << api.options().max_model_len << ", encoding "
             << (v41 ? "v41" : "v4") << ")\n";
 

@@ -16,7 +16,7 @@ bool is_v41_model_folder(const std::string& dir) {
   return json.ok() && model::v41::is_v41_config(json.value());
 }
 
-Result<EngineModel> load_engine_model(const std::string& dir, int threads) {
+Result<EngineModel> load_engine_model(const std::string& dir, int threads, bool v4_runner) {
   EngineModel out;
   if (is_v41_model_folder(dir)) {
     auto m = model::v41::V41Model::load(dir, {threads});
@@ -39,7 +39,7 @@ Result<EngineModel> load_engine_model(const std::string& dir, int threads) {
   out.num_layers = c.num_layers;
   out.bos_token_id = c.bos_token_id;
   for (int id : c.eos_token_ids) out.eos_token_ids.push_back(id);
-  out.runner = std::make_unique<V4ModelRunner>(*out.v4);
+  if (v4_runner) out.runner = std::make_unique<V4ModelRunner>(*out.v4);
   return out;
 }
 

@@ -18,7 +18,7 @@ namespace deepinfer::engine {
 struct EngineModel {
   std::unique_ptr<model::Model> v4;
   std::unique_ptr<model::v41::V41Model> v41;
-  std::unique_ptr<ModelRunner> runner;  // over whichever model is loaded
+  std::unique_ptr<ModelRunner> runner;  // the CPU runner over whichever model is loaded
   int32_t vocab_size = 0;
   int32_t num_layers = 0;
   int32_t bos_token_id = 0;
@@ -31,7 +31,8 @@ struct EngineModel {
 // True when dir/config.json names the V4.1 architecture (unreadable or invalid: false).
 bool is_v41_model_folder(const std::string& dir);
 
-// Loads the folder's model with `threads` CPU threads and its runner (default runner options).
-Result<EngineModel> load_engine_model(const std::string& dir, int threads);
+// Loads the folder's model with `threads` CPU threads and its CPU runner (default options);
+// v4_runner = false leaves `runner` empty for a V4 model (the caller picks its device runner).
+Result<EngineModel> load_engine_model(const std::string& dir, int threads, bool v4_runner = true);
 
 }  // namespace deepinfer::engine
