@@ -35,6 +35,15 @@ class ChunkLogprobsSource {
   virtual std::string_view next_chunk_logprobs() = 0;
 };
 
+// Responses: the `logprobs` entries of each output_text delta, supplied by the caller. Returns
+// the JSON text of the entries for the tokens behind `delta` (objects joined with ",", "" for
+// none); called once per output_text delta, in emission order. Reasoning text never asks.
+class TextLogprobsSource {
+ public:
+  virtual ~TextLogprobsSource() = default;
+  virtual std::string_view output_text_logprobs(std::string_view delta) = 0;
+};
+
 struct EventOptions {
   std::string id;                       // response id; item, call and tool-use ids derive from it
   std::string model;                    // public model name echoed in every response
@@ -50,6 +59,7 @@ struct EventOptions {
   int64_t choice_index = 0;
   bool usage_on_finish = true;
   ChunkLogprobsSource* chunk_logprobs = nullptr;  // Chat: null → every chunk has "logprobs":null
+  TextLogprobsSource* text_logprobs = nullptr;    // Responses: null → every "logprobs" is []
 };
 
 // The Chat usage object of api spec §6 (`{"prompt_tokens":…,"prompt_cache_miss_tokens":…}`).
@@ -90,6 +100,7 @@ class ResponsesEventGenerator final : public OutputSink {
     std::string_view status = "in_progress";
     bool commentary = false;  // message phase
     std::string text;         // reasoning/message text, function arguments, custom input
+    std::string logprobs;     // message: the output_text logprobs entries, joined with ","
     std::string call_id;
     std::string name;
     std::string ns;  // function namespace ("" = none)

@@ -50,8 +50,8 @@ void ResponsesEventGenerator::write_part(const Item& item) {
   if (item.kind == ItemKind::Reasoning) {
     w.raw(R"({"type":"reasoning_text","text":)").str(item.text).raw("}");
   } else {
-    w.raw(R"({"type":"output_text","annotations":[],"logprobs":[],"text":)").str(item.text);
-    w.raw("}");
+    w.raw(R"({"type":"output_text","annotations":[],"logprobs":[)").raw(item.logprobs);
+    w.raw("],\"text\":").str(item.text).raw("}");
   }
 }
 
@@ -169,7 +169,7 @@ void ResponsesEventGenerator::close_item(std::string_view status) {
       // Fields in name order: logprobs before output_index, sequence_number before text.
       JsonWriter w(buf_);
       w.raw("\"content_index\":0,\"item_id\":").str(item.id);
-      if (!reasoning) w.raw(",\"logprobs\":[]");
+      if (!reasoning) w.raw(",\"logprobs\":[").raw(item.logprobs).raw("]");
       w.raw(",\"output_index\":").num(static_cast<int64_t>(index));
       w.raw(",\"sequence_number\":").num(sequence_++).raw(",\"text\":").str(item.text).raw("}");
       sink_.on_event(event_type_, buf_);
@@ -214,10 +214,19 @@ void ResponsesEventGenerator::append_text(std::string_view delta, bool reasoning
   const size_t index = *active_;
   Item& item = output_[index];
   item.text += delta;
+  // The delta's own entries; the part (and the done event) carries them all.
+  std::string_view logprobs;
+  if (!reasoning && options_.text_logprobs != nullptr) {
+    logprobs = options_.text_logprobs->output_text_logprobs(delta);
+    if (!logprobs.empty()) {
+      if (!item.logprobs.empty()) item.logprobs += ',';
+      item.logprobs += logprobs;
+    }
+  }
   begin_event(reasoning ? "response.reasoning_text.delta" : "response.output_text.delta");
   JsonWriter w(buf_);
   w.raw("\"content_index\":0,\"delta\":").str(delta).raw(",\"item_id\":").str(item.id);
-  if (!reasoning) w.raw(",\"logprobs\":[]");
+  if (!reasoning) w.raw(",\"logprobs\":[").raw(logprobs).raw("]");
   w.raw(",\"output_index\":").num(static_cast<int64_t>(index));
   end_event();
 }

@@ -22,6 +22,11 @@ GenerationSession::GenerationSession(SessionSetup setup, const tokenizer::Tokeni
     logprobs_ = std::make_unique<TokenLogprobs>(tokenizer, setup_.logprobs_format, setup_.logprobs);
     // Streams write each chunk's tokens; a complete Chat response gets them all at the end.
     if (setup_.stream || setup_.make_generator) setup_.events.chunk_logprobs = logprobs_.get();
+  } else if (setup_.logprobs >= 0 && setup_.protocol == recipe::Protocol::Responses) {
+    // Stream or not, the deltas carry them (the complete response accumulates the same events).
+    text_logprobs_ =
+        std::make_unique<OutputTextLogprobs>(tokenizer, setup_.parsing, setup_.logprobs);
+    setup_.events.text_logprobs = text_logprobs_.get();
   }
   if (setup_.make_generator) {
     generator_ = setup_.make_generator(setup_.events, *this);
@@ -112,6 +117,7 @@ void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {
         ev.finish == engine::FinishReason::kStop && ev.sample.token == eos_token_id_;
     ++pending_tokens_;  // the EOS token counts as a completion token, like any other
     if (logprobs_ && !eos_like) logprobs_->add(ev.sample);
+    if (text_logprobs_ && !eos_like) text_logprobs_->add(ev.sample);
     if (!eos_like) {
       text_.clear();
       // Special tokens stay text: the parser needs </think> and ｜DSML｜ (spec §4.10).
@@ -158,6 +164,7 @@ void GenerationSession::feed(std::string_view text, int64_t tokens) {
   chunk.content = text;
   chunk.content_tokens = tokens;
   usage_.completion_tokens += tokens;
+  if (text_logprobs_) text_logprobs_->feed(text);
   if (!processor_.process(chunk, *generator_)) {
     // A stop sequence ended the answer: the rest of the generation is not needed.
     done_ = true;
@@ -173,6 +180,7 @@ void GenerationSession::finish(recipe::BackendFinish reason) {
   recipe::InferenceChunk chunk;
   chunk.kind = recipe::InferenceChunk::Kind::Finish;
   chunk.finish = reason;
+  if (text_logprobs_) text_logprobs_->finish();
   processor_.process(chunk, *generator_);
   if (setup_.stream && setup_.protocol == recipe::Protocol::ChatCompletions && setup_.write_done)
     frames_ += "data: [DONE]\n\n";

@@ -21,6 +21,7 @@
 #include "server/http_types.h"
 #include "server/logprobs.h"
 #include "server/metrics.h"
+#include "server/output_text_logprobs.h"
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -33,7 +34,8 @@ struct SessionSetup {
   bool stream = false;
   int64_t prompt_tokens = 0;
   // Per-token logprobs: -1 = not asked, else the top_logprobs count; in the Chat or legacy
-  // Completions shape, on every stream chunk or on the complete response.
+  // Completions shape, on every stream chunk or on the complete response; Responses: on the
+  // output_text deltas and parts (the message text's tokens only).
   int logprobs = -1;
   LogprobsFormat logprobs_format = LogprobsFormat::Chat;
   // Builds the event generator; default: recipe::make_event_generator(protocol, ...). The legacy
@@ -90,6 +92,7 @@ class GenerationSession final : public recipe::EventSink,
   std::unique_ptr<recipe::ResponseAccumulator> complete_;
   std::unique_ptr<recipe::OutputSink> generator_;
   std::unique_ptr<TokenLogprobs> logprobs_;
+  std::unique_ptr<OutputTextLogprobs> text_logprobs_;  // Responses
   recipe::Usage usage_;  // prompt side from the first event; completion = tokens fed
   std::string frames_;   // SSE frames of the events being processed
   std::mutex inbox_mu_;

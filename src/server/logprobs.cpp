@@ -78,35 +78,46 @@ std::string_view TokenLogprobs::next_chunk_logprobs() {
   return out_;
 }
 
-void TokenLogprobs::write_chat_entry(int32_t token, float logprob) {
-  const std::string_view raw = tokenizer_.token_bytes(token);
-  token_text_.clear();
-  append_valid_utf8(token_text_, raw);
-  recipe::JsonWriter w(out_);
-  w.raw("{\"token\":").str(token_text_).raw(",\"logprob\":");
-  append_logprob(out_, logprob);
+namespace {
+
+// `{"token":…,"logprob":…,"bytes":[…]` (the object left open).
+void append_token_fields(std::string& out, const tokenizer::Tokenizer& tokenizer, int32_t token,
+                         float logprob, std::string& scratch) {
+  const std::string_view raw = tokenizer.token_bytes(token);
+  scratch.clear();
+  append_valid_utf8(scratch, raw);
+  recipe::JsonWriter w(out);
+  w.raw("{\"token\":").str(scratch).raw(",\"logprob\":");
+  append_logprob(out, logprob);
   w.raw(",\"bytes\":[");
   for (size_t i = 0; i < raw.size(); ++i) {
-    if (i > 0) out_ += ',';
+    if (i > 0) out += ',';
     w.num(static_cast<unsigned char>(raw[i]));
   }
-  out_ += ']';
+  out += ']';
+}
+
+}  // namespace
+
+void append_logprob_entry(std::string& out, const tokenizer::Tokenizer& tokenizer,
+                          const engine::SampleResult& sample, int top, std::string& scratch) {
+  append_token_fields(out, tokenizer, sample.token, sample.logprob, scratch);
+  out += ",\"top_logprobs\":[";
+  const int n = std::min(top, sample.num_top);
+  for (int k = 0; k < n; ++k) {
+    if (k > 0) out += ',';
+    const auto& t = sample.top[static_cast<size_t>(k)];
+    append_token_fields(out, tokenizer, t.token, t.logprob, scratch);
+    out += '}';
+  }
+  out += "]}";
 }
 
 void TokenLogprobs::write_chat() {
   out_ += "{\"content\":[";
   for (size_t i = 0; i < pending_.size(); ++i) {
-    const auto& s = pending_[i];
     if (i > 0) out_ += ',';
-    write_chat_entry(s.token, s.logprob);
-    out_ += ",\"top_logprobs\":[";
-    const int n = std::min(top_, s.num_top);
-    for (int k = 0; k < n; ++k) {
-      if (k > 0) out_ += ',';
-      write_chat_entry(s.top[static_cast<size_t>(k)].token, s.top[static_cast<size_t>(k)].logprob);
-      out_ += '}';
-    }
-    out_ += "]}";
+    append_logprob_entry(out_, tokenizer_, pending_[i], top_, token_text_);
   }
   out_ += "],\"refusal\":null}";
 }

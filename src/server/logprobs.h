@@ -1,6 +1,7 @@
 // Per-token logprobs from the engine's sample results, written as JSON text in each API's shape:
 // Chat `{"content":[{"token","logprob","bytes","top_logprobs":[…]}],"refusal":null}` and legacy
-// Completions `{"text_offset","token_logprobs","tokens","top_logprobs"}`. Tokens are collected as
+// Completions `{"text_offset","token_logprobs","tokens","top_logprobs"}` (the Responses
+// output_text entries: output_text_logprobs.h). Tokens are collected as
 // they are generated; each chunk (or the complete response) takes the ones not yet written, so
 // the chunks of a stream together hold exactly the complete response's entries.
 #pragma once
@@ -29,7 +30,6 @@ class TokenLogprobs final : public recipe::ChunkLogprobsSource {
  private:
   void write_chat();
   void write_completions();
-  void write_chat_entry(int32_t token, float logprob);
 
   const tokenizer::Tokenizer& tokenizer_;
   LogprobsFormat format_;
@@ -43,5 +43,10 @@ class TokenLogprobs final : public recipe::ChunkLogprobsSource {
 
 // `s` with every byte that is not part of a valid UTF-8 sequence replaced by U+FFFD.
 void append_valid_utf8(std::string& out, std::string_view s);
+
+// One Chat / Responses entry `{"token","logprob","bytes","top_logprobs":[{"token","logprob",
+// "bytes"}…]}` with min(top, sample.num_top) alternatives; `scratch` holds the token text.
+void append_logprob_entry(std::string& out, const tokenizer::Tokenizer& tokenizer,
+                          const engine::SampleResult& sample, int top, std::string& scratch);
 
 }  // namespace deepinfer::server

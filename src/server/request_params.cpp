@@ -122,6 +122,20 @@ Result<ApiSampling> sampling_from_request(const JsonObject& body,
     if (p.top_logprobs > 0 && protocol == recipe::Protocol::ChatCompletions && !p.logprobs)
       return Error{"top_logprobs requires logprobs to be true"};
   }
+  // Responses: `include: ["message.output_text.logprobs"]` asks for the output_text logprobs;
+  // top_logprobs (above) sets the alternatives per token. Other include values are accepted.
+  // (Responses has no `logprobs` field; top_logprobs alone asks for nothing.)
+  if (protocol == recipe::Protocol::Responses) {
+    p.logprobs = false;
+    if (auto it = body.find("include"); it != body.end() && !it->value().is_null()) {
+      if (!it->value().is_array()) return type_error("include", "an array of strings");
+      for (const auto& v : it->value().get_array()) {
+        if (!v.is_string()) return type_error("include", "an array of strings");
+        if (v.get_string() == "message.output_text.logprobs") p.logprobs = true;
+      }
+    }
+    if (!p.logprobs) p.top_logprobs = 0;
+  }
   if (auto v = optional_number(body, "n")) {
     if (std::isnan(*v) || *v < 1 || *v > 16 || *v != std::floor(*v))
       return type_error("n", "an integer in [1, 16]");

@@ -58,6 +58,38 @@ async function responses() {
   const essence = (o) => o.type === "function_call" ? [o.name, o.arguments]
     : (o.content ?? []).map((p) => p.text);
   assert.deepEqual(completed.output.map(essence), full.output.map(essence));
+  await responsesLogprobs(body);
+}
+
+// Responses logprobs (include + top_logprobs): the message text's tokens on the output_text
+// part; the stream's delta logprobs together equal them (same seed).
+async function responsesLogprobs(base) {
+  const body = { ...base, include: ["message.output_text.logprobs"], top_logprobs: 2, seed: 11 };
+  const full = await openai.responses.create(body);
+  const part = full.output.find((o) => o.type === "message").content[0];
+  assert.equal(part.type, "output_text");
+  assert.ok(part.logprobs.length > 0);
+  assert.equal(part.logprobs.map((l) => l.token).join("").slice(0, part.text.length), part.text);
+  for (const l of part.logprobs) {
+    assert.equal(typeof l.logprob, "number");
+    assert.ok(Array.isArray(l.bytes));
+    assert.equal(l.top_logprobs.length, 2);
+    assert.ok(l.top_logprobs[0].logprob >= l.top_logprobs[1].logprob);
+  }
+  assert.equal(full.output_text, part.text);  // the SDK's own accessor
+  const stream = await openai.responses.create({ ...body, stream: true });
+  const deltas = [];
+  let done;
+  for await (const event of stream) {
+    if (event.type === "response.output_text.delta") deltas.push(...event.logprobs);
+    if (event.type === "response.output_text.done") done = event.logprobs;
+  }
+  assert.deepEqual(deltas, part.logprobs);
+  assert.deepEqual(done, part.logprobs);
+  // The stream helper accumulates the same response.
+  const final = await openai.responses.stream(body).finalResponse();
+  assert.deepEqual(final.output.find((o) => o.type === "message").content[0].logprobs,
+    part.logprobs);
 }
 
 async function messages() {

@@ -326,6 +326,34 @@ TEST_F(BadInput, TopLogprobsInvalid) {
   expect_openai_error(post(kCompletions, completions_body(R"("logprobs":21)")), 400,
                       "invalid_request_error");
 }
+std::string responses_body(const std::string& extra) {
+  return R"({"model":"deepseek-v4-test","input":"Hi","max_output_tokens":8)" +
+         (extra.empty() ? "" : "," + extra) + "}";
+}
+// Responses top_logprobs is an integer in [0, 20]; include an array of strings.
+TEST_F(BadInput, ResponsesTopLogprobsInvalid) {
+  const std::string include = R"("include":["message.output_text.logprobs"],)";
+  for (const char* bad : {"21", "-1", "\"3\"", "2.5", "true", "1e300"}) {
+    auto r = post(kResponses, responses_body(include + R"("top_logprobs":)" + bad));
+    expect_openai_error(r, 400, "invalid_request_error");
+    EXPECT_TRUE(message_mentions(r, "top_logprobs must be an integer in [0, 20]")) << bad;
+  }
+  // Also without include (the value is still checked).
+  expect_openai_error(post(kResponses, responses_body(R"("top_logprobs":21)")), 400,
+                      "invalid_request_error");
+  EXPECT_EQ(post(kResponses, responses_body(include + R"("top_logprobs":20)")).status, 200);
+  EXPECT_EQ(post(kResponses, responses_body(include + R"("top_logprobs":0)")).status, 200);
+}
+TEST_F(BadInput, ResponsesIncludeInvalid) {
+  for (const char* bad : {R"("message.output_text.logprobs")", "[1]", "{}", "7"}) {
+    auto r = post(kResponses, responses_body(std::string(R"("include":)") + bad));
+    expect_openai_error(r, 400, "invalid_request_error");
+    EXPECT_TRUE(message_mentions(r, "include must be an array of strings")) << bad;
+  }
+  // Other include values are accepted (and do nothing here).
+  EXPECT_EQ(post(kResponses, responses_body(R"("include":["reasoning.encrypted_content"])")).status,
+            200);
+}
 TEST_F(BadInput, PenaltiesOutOfRange) {
   expect_openai_error(post(kChat, chat_body(R"("presence_penalty":3)")), 400,
                       "invalid_request_error");

@@ -16,48 +16,19 @@
 #include <mutex>
 
 #include "common/json.h"
+#include "logprobs_util.h"
 #include "service_harness.h"
 #include "sse_util.h"
 
 namespace deepinfer::server {
 namespace {
 
+using testing::engine_samples;
 using testing::ServiceHarness;
 using testing::sse_data;
+using testing::token_text;
 
 constexpr const char* kScript = "Thinking it over.</think>Hello there.";
-
-// The engine's sample results for the scripted output (EOS dropped, as the APIs drop it).
-std::vector<engine::SampleResult> engine_samples(ServiceHarness& h, int top) {
-  engine::EngineRequest req;
-  req.prompt = {10, 11, 12};
-  req.params.logprobs = true;
-  req.params.top_logprobs = top;
-  req.params.max_tokens = 64;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::vector<engine::SampleResult> out;
-  auto handle = h.engine().submit(std::move(req), [&](const engine::RequestEvent& ev) {
-    std::lock_guard lock(mu);
-    if (ev.has_token) out.push_back(ev.sample);
-    if (ev.finish != engine::FinishReason::kNone) {
-      done = true;
-      cv.notify_all();
-    }
-  });
-  EXPECT_TRUE(handle.ok());
-  std::unique_lock lock(mu);
-  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; }));
-  if (!out.empty() && out.back().token == h.eos()) out.pop_back();
-  return out;
-}
-
-std::string token_text(const ServiceHarness& h, int32_t id) {
-  std::string s;
-  append_valid_utf8(s, h.tokenizer().token_bytes(id));
-  return s;
-}
 
 float as_float(const Json& v) { return static_cast<float>(v.to_number<double>()); }
 
