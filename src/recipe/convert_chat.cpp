@@ -6,68 +6,53 @@
 namespace deepinfer::recipe::convert {
 namespace {
 
-struct Content {
-  std::string text;
-  std::vector<ImageSource> images;
-};
+using Content = ContentParts;
+
+// One block of a Chat content array: text, image_url or file.
+Failure chat_block(const JsonObject& block, const std::string& type, const std::string& block_path,
+                   Content& piece) {
+  if (type == "text") {
+    DEEPINFER_CONVERT_TRY(read_required_string(block, "text", block_path, piece.text));
+  } else if (type == "image_url") {
+    const JsonObject* image = nullptr;
+    DEEPINFER_CONVERT_TRY(read_object(block, "image_url", block_path, image));
+    if (image == nullptr) return missing_field(block_path, "image_url");
+    std::string image_path = block_path + ".image_url";
+    std::string url;
+    DEEPINFER_CONVERT_TRY(read_required_string(*image, "url", image_path, url));
+    ImageDetail detail = ImageDetail::High;
+    DEEPINFER_CONVERT_TRY(read_image_detail(*image, image_path, detail));
+    Conv<ImageSource> source = image_url_source(url, detail, image_path + ".url");
+    if (!source.ok()) return source.error();
+    piece.images.push_back(std::move(source.value()));
+    piece.text = kImagePlaceholder;
+  } else if (type == "file") {
+    // file_data / file_id are read from the block itself or from a nested "file" object
+    // (the OpenAI shape); filename is accepted and ignored.
+    const JsonObject* file = nullptr;
+    DEEPINFER_CONVERT_TRY(read_object(block, "file", block_path, file));
+    const JsonObject& fields = file != nullptr ? *file : block;
+    std::string fields_path = file != nullptr ? block_path + ".file" : block_path;
+    std::optional<std::string> file_id;
+    std::optional<std::string> file_data;
+    DEEPINFER_CONVERT_TRY(read_string(fields, "file_id", fields_path, file_id));
+    DEEPINFER_CONVERT_TRY(read_string(fields, "file_data", fields_path, file_data));
+    if (file_id) return file_id_unsupported(block_path);
+    if (!file_data) return bad_request(block_path + ": file must have file_data");
+    piece.images.push_back(
+        ImageSource{ImageSource::Kind::DataUrl, std::move(*file_data), "", ImageDetail::High});
+    piece.text = kImagePlaceholder;
+  } else {
+    return unknown_variant(block_path, type, {"text", "image_url", "file"});
+  }
+  return std::nullopt;
+}
 
 // `prefix` is the message path ("messages[2]"); block paths are "<prefix>.content[j]".
 Conv<Content> chat_content(const Json& value, const std::string& prefix,
                            const std::string& value_path) {
-  Content out;
-  if (const JsonString* text = value.if_string()) {
-    out.text.assign(text->data(), text->size());
-    return out;
-  }
-  const JsonArray* blocks = value.if_array();
-  if (blocks == nullptr) {
-    return bad_request(value_path + ": expected a string or an array of content blocks");
-  }
-  std::vector<std::string> texts;
-  for (size_t j = 0; j < blocks->size(); ++j) {
-    std::string block_path = index_path(prefix + ".content", j);
-    const JsonObject* block = nullptr;
-    std::string type;
-    DEEPINFER_CONVERT_TRY(expect_typed_object((*blocks)[j], block_path, block, type));
-    if (type == "text") {
-      std::string text;
-      DEEPINFER_CONVERT_TRY(read_required_string(*block, "text", block_path, text));
-      texts.push_back(std::move(text));
-    } else if (type == "image_url") {
-      const JsonObject* image = nullptr;
-      DEEPINFER_CONVERT_TRY(read_object(*block, "image_url", block_path, image));
-      if (image == nullptr) return *missing_field(block_path, "image_url");
-      std::string image_path = block_path + ".image_url";
-      std::string url;
-      DEEPINFER_CONVERT_TRY(read_required_string(*image, "url", image_path, url));
-      ImageDetail detail = ImageDetail::High;
-      DEEPINFER_CONVERT_TRY(read_image_detail(*image, image_path, detail));
-      Conv<ImageSource> source = image_url_source(url, detail, image_path + ".url");
-      if (!source.ok()) return source.error();
-      out.images.push_back(std::move(source.value()));
-      texts.emplace_back(kImagePlaceholder);
-    } else if (type == "file") {
-      // file_data / file_id are read from the block itself or from a nested "file" object
-      // (the OpenAI shape); filename is accepted and ignored.
-      const JsonObject* file = nullptr;
-      DEEPINFER_CONVERT_TRY(read_object(*block, "file", block_path, file));
-      const JsonObject& fields = file != nullptr ? *file : *block;
-      std::string fields_path = file != nullptr ? block_path + ".file" : block_path;
-      std::optional<std::string> file_id;
-      std::optional<std::string> file_data;
-      DEEPINFER_CONVERT_TRY(read_string(fields, "file_id", fields_path, file_id));
-      DEEPINFER_CONVERT_TRY(read_string(fields, "file_data", fields_path, file_data));
-      if (file_id) return file_id_unsupported(block_path);
-      if (!file_data) return bad_request(block_path + ": file must have file_data");
-      out.images.push_back(
-          ImageSource{ImageSource::Kind::DataUrl, std::move(*file_data), "", ImageDetail::High});
-      texts.emplace_back(kImagePlaceholder);
-    } else {
-      return unknown_variant(block_path, type, {"text", "image_url", "file"});
-    }
-  }
-  out.text = join(texts, "\n\n");
-  return out;
+  return read_content(value, value_path, "expected a string or an array of content blocks",
+                      prefix + ".content", chat_block);
 }
 
 // Text-only content (system, assistant): images are rejected with the role's error.
@@ -349,10 +334,7 @@ Failure convert_tools(const JsonObject& body, bool thinking, Conversation& conve
   std::optional<std::string> named;
   if (const Json* choice = find_field(body, "tool_choice")) {
     if (const JsonString* text = choice->if_string()) {
-      mode.emplace(text->data(), text->size());
-      if (*mode != "none" && *mode != "auto" && *mode != "required") {
-        return unknown_variant("tool_choice", *mode, {"none", "auto", "required"});
-      }
+      DEEPINFER_CONVERT_TRY(read_tool_choice_mode(*text, mode));
     } else if (const JsonObject* object = choice->if_object()) {
       const JsonObject* function = nullptr;
       DEEPINFER_CONVERT_TRY(read_object(*object, "function", "tool_choice", function));
@@ -387,19 +369,7 @@ Failure convert_tools(const JsonObject& body, bool thinking, Conversation& conve
     DEEPINFER_CONVERT_TRY(read_bool(function, "strict", path, definition.strict));
     conversation.tools.push_back(std::move(definition));
   }
-  bool required = false;
-  if (named) {
-    if (names.count(*named) == 0) {
-      return bad_request("tool_choice: no tool named '" + *named + "' was specified");
-    }
-    keep_only_tool(conversation.tools, *named);
-    required = true;
-  } else if (mode == "required") {
-    required = true;
-  }
-  if (required && thinking) return bad_request("Thinking mode does not support this tool_choice");
-  conversation.tool_choice = required ? ToolChoice::Required : ToolChoice::Auto;
-  return std::nullopt;
+  return resolve_tool_choice(mode, named, names, thinking, conversation);
 }
 
 Failure convert_response_format(const JsonObject& body, Conversation& conversation) {

@@ -594,6 +594,59 @@ bool has_tool(const std::vector<ToolDefinition>& tools, std::string_view name) {
                      [&](const ToolDefinition& tool) { return tool.name == name; });
 }
 
+Failure read_tool_choice_mode(const JsonString& text, std::optional<std::string>& mode) {
+  mode.emplace(text.data(), text.size());
+  if (*mode != "none" && *mode != "auto" && *mode != "required") {
+    return unknown_variant("tool_choice", *mode, {"none", "auto", "required"});
+  }
+  return std::nullopt;
+}
+
+Failure resolve_tool_choice(const std::optional<std::string>& mode,
+                            const std::optional<std::string>& named,
+                            const std::set<std::string>& names, bool thinking,
+                            Conversation& conversation) {
+  bool required = mode == "required";
+  if (named) {
+    if (names.count(*named) == 0) {
+      return bad_request("tool_choice: no tool named '" + *named + "' was specified");
+    }
+    keep_only_tool(conversation.tools, *named);
+    required = true;
+  }
+  if (required && thinking) return bad_request("Thinking mode does not support this tool_choice");
+  conversation.tool_choice = required ? ToolChoice::Required : ToolChoice::Auto;
+  return std::nullopt;
+}
+
+Conv<ContentParts> read_content(const Json& value, std::string_view value_path,
+                                std::string_view not_array, std::string_view block_prefix,
+                                const ContentBlockReader& block) {
+  ContentParts out;
+  if (const JsonString* text = value.if_string()) {
+    out.text.assign(text->data(), text->size());
+    return out;
+  }
+  const JsonArray* blocks = value.if_array();
+  if (blocks == nullptr) {
+    return bad_request(std::string(value_path) + ": " + std::string(not_array));
+  }
+  std::vector<std::string> texts;
+  texts.reserve(blocks->size());
+  for (size_t j = 0; j < blocks->size(); ++j) {
+    std::string path = index_path(block_prefix, j);
+    const JsonObject* object = nullptr;
+    std::string type;
+    DEEPINFER_CONVERT_TRY(expect_typed_object((*blocks)[j], path, object, type));
+    ContentParts piece;
+    DEEPINFER_CONVERT_TRY(block(*object, type, path, piece));
+    texts.push_back(std::move(piece.text));
+    for (ImageSource& image : piece.images) out.images.push_back(std::move(image));
+  }
+  out.text = join(texts, "\n\n");
+  return out;
+}
+
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) {

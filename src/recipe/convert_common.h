@@ -3,7 +3,9 @@
 // sampling ranges, image URLs, the image placeholder, the json-mode word) and effort mapping.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -111,6 +113,32 @@ std::optional<OpenAiEffort> openai_effort(std::string_view value);
 // Shared first stage of tool_choice handling: keeps only the tool named `name`.
 void keep_only_tool(std::vector<ToolDefinition>& tools, std::string_view name);
 bool has_tool(const std::vector<ToolDefinition>& tools, std::string_view name);
+
+// OpenAI tool_choice (Chat and Responses). A string must be "none", "auto" or "required"
+// (`mode`). Once the tools are read (`names`): a `named` tool must be declared and is kept
+// alone; named or "required" → Required (an error in thinking mode), otherwise Auto.
+Failure read_tool_choice_mode(const JsonString& text, std::optional<std::string>& mode);
+Failure resolve_tool_choice(const std::optional<std::string>& mode,
+                            const std::optional<std::string>& named,
+                            const std::set<std::string>& names, bool thinking,
+                            Conversation& conversation);
+
+// --- content (Chat, Responses, Messages) -------------------------------------------------
+
+// A message content's text and the images its placeholders stand for.
+struct ContentParts {
+  std::string text;
+  std::vector<ImageSource> images;
+};
+// One typed block → `piece` (its text; images appended).
+using ContentBlockReader = std::function<Failure(const JsonObject& block, const std::string& type,
+                                                 const std::string& path, ContentParts& piece)>;
+// A content value: a string is the text; an array holds typed blocks at "<block_prefix>[j]",
+// each read by `block`, their texts joined with "\n\n". Any other value fails with
+// "<value_path>: <not_array>".
+Conv<ContentParts> read_content(const Json& value, std::string_view value_path,
+                                std::string_view not_array, std::string_view block_prefix,
+                                const ContentBlockReader& block);
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
 

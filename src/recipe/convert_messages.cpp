@@ -8,10 +8,7 @@
 namespace deepinfer::recipe::convert {
 namespace {
 
-struct Content {
-  std::string text;
-  std::vector<ImageSource> images;
-};
+using Content = ContentParts;
 
 Conv<ImageSource> image_source(const JsonObject& block, const std::string& path) {
   const JsonObject* source = nullptr;
@@ -66,28 +63,14 @@ Failure text_like_block(const JsonObject& block, const std::string& type, const 
 // blocks joined with "\n\n"; block paths are "<prefix>[j]".
 Conv<Content> text_or_blocks(const Json& value, const std::string& value_path,
                              const std::string& prefix) {
-  Content out;
-  if (const JsonString* text = value.if_string()) {
-    out.text.assign(text->data(), text->size());
-    return out;
-  }
-  const JsonArray* blocks = value.if_array();
-  if (blocks == nullptr) return bad_request(value_path + ": expected a string or an array");
-  std::vector<std::string> texts;
-  for (size_t j = 0; j < blocks->size(); ++j) {
-    std::string path = index_path(prefix, j);
-    const JsonObject* block = nullptr;
-    std::string type;
-    DEEPINFER_CONVERT_TRY(expect_typed_object((*blocks)[j], path, block, type));
-    Content piece;
-    bool known = false;
-    DEEPINFER_CONVERT_TRY(text_like_block(*block, type, path, piece, known));
-    if (!known) return bad_request("Unsupported content block");
-    texts.push_back(std::move(piece.text));
-    for (ImageSource& image : piece.images) out.images.push_back(std::move(image));
-  }
-  out.text = join(texts, "\n\n");
-  return out;
+  return read_content(value, value_path, "expected a string or an array", prefix,
+                      [](const JsonObject& block, const std::string& type, const std::string& path,
+                         Content& piece) -> Failure {
+                        bool known = false;
+                        DEEPINFER_CONVERT_TRY(text_like_block(block, type, path, piece, known));
+                        if (!known) return bad_request("Unsupported content block");
+                        return std::nullopt;
+                      });
 }
 
 std::string sorted_ids(const std::set<std::string>& ids) {

@@ -176,10 +176,7 @@ Failure select_tools(const JsonObject& body, bool thinking, const ConversionOpti
   std::optional<std::string> named;
   if (const Json* choice = find_field(body, "tool_choice")) {
     if (const JsonString* text = choice->if_string()) {
-      mode.emplace(text->data(), text->size());
-      if (*mode != "none" && *mode != "auto" && *mode != "required") {
-        return unknown_variant("tool_choice", *mode, {"none", "auto", "required"});
-      }
+      DEEPINFER_CONVERT_TRY(read_tool_choice_mode(*text, mode));
     } else if (const JsonObject* object = choice->if_object()) {
       std::string type;
       DEEPINFER_CONVERT_TRY(read_required_string(*object, "type", "tool_choice", type));
@@ -220,25 +217,12 @@ Failure select_tools(const JsonObject& body, bool thinking, const ConversionOpti
     }
     conversation.tools.push_back(std::move(definition));
   }
-  bool required = mode == "required";
-  if (named) {
-    if (names.count(*named) == 0) {
-      return bad_request("tool_choice: no tool named '" + *named + "' was specified");
-    }
-    keep_only_tool(conversation.tools, *named);
-    required = true;
-  }
-  if (required && thinking) return bad_request("Thinking mode does not support this tool_choice");
-  conversation.tool_choice = required ? ToolChoice::Required : ToolChoice::Auto;
-  return std::nullopt;
+  return resolve_tool_choice(mode, named, names, thinking, conversation);
 }
 
 // --- content -------------------------------------------------------------------------------
 
-struct Content {
-  std::string text;
-  std::vector<ImageSource> images;
-};
+using Content = ContentParts;
 
 Failure input_image(const JsonObject& block, const std::string& path, Content& out) {
   std::optional<std::string> url;
@@ -265,34 +249,22 @@ Failure input_image(const JsonObject& block, const std::string& path, Content& o
 // joined with "\n\n". `block_prefix` is the path the block index is appended to.
 Conv<Content> responses_content(const Json& value, const std::string& value_path,
                                 const std::string& block_prefix, bool output_items) {
-  Content out;
-  if (const JsonString* text = value.if_string()) {
-    out.text.assign(text->data(), text->size());
-    return out;
-  }
-  const JsonArray* blocks = value.if_array();
-  if (blocks == nullptr) return bad_request(value_path + ": expected a string or an array");
-  std::vector<std::string> texts;
-  for (size_t j = 0; j < blocks->size(); ++j) {
-    std::string path = index_path(block_prefix, j);
-    const JsonObject* block = nullptr;
-    std::string type;
-    DEEPINFER_CONVERT_TRY(expect_typed_object((*blocks)[j], path, block, type));
-    if (type == "input_text" || (type == "output_text" && !output_items)) {
-      std::string text;
-      DEEPINFER_CONVERT_TRY(read_required_string(*block, "text", path, text));
-      texts.push_back(std::move(text));
-    } else if (type == "input_image") {
-      DEEPINFER_CONVERT_TRY(input_image(*block, path, out));
-      texts.emplace_back(kImagePlaceholder);
-    } else if (type == "input_file") {
-      texts.emplace_back(kUnsupportedDocument);
-    } else {
-      return bad_request("Unsupported content block");
-    }
-  }
-  out.text = join(texts, "\n\n");
-  return out;
+  return read_content(
+      value, value_path, "expected a string or an array", block_prefix,
+      [output_items](const JsonObject& block, const std::string& type, const std::string& path,
+                     Content& piece) -> Failure {
+        if (type == "input_text" || (type == "output_text" && !output_items)) {
+          DEEPINFER_CONVERT_TRY(read_required_string(block, "text", path, piece.text));
+        } else if (type == "input_image") {
+          DEEPINFER_CONVERT_TRY(input_image(block, path, piece));
+          piece.text = kImagePlaceholder;
+        } else if (type == "input_file") {
+          piece.text = kUnsupportedDocument;
+        } else {
+          return bad_request("Unsupported content block");
+        }
+        return std::nullopt;
+      });
 }
 
 // --- input items ---------------------------------------------------------------------------
