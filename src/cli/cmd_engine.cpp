@@ -1,12 +1,14 @@
 // `deepinfer generate --batch`: JSONL requests → engine::generate_batch → JSONL results.
 #include "cli/cmd_engine.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/engine_device.h"
 #include "common/byte_size.h"
 #include "common/io.h"
 #include "common/json.h"
@@ -185,7 +187,10 @@ void add_batch_options(CLI::App& generate, BatchFlags& f) {
   generate.add_flag("--no-prefix-cache", f.no_prefix_cache, "Disable prefix caching");
 }
 
-void run_generate_batch(const std::string& model_dir, int threads, const BatchFlags& f) {
+void run_generate_batch(const std::string& model_dir, int threads, const BatchFlags& f,
+                        const std::string& device) {
+  auto cuda = engine_uses_cuda(device, "deepinfer");
+  if (!cuda.ok()) fail(cuda.error().message);
   std::string text;
   if (f.batch_file == "-") {
     text = read_all(std::cin);
@@ -202,7 +207,7 @@ void run_generate_batch(const std::string& model_dir, int threads, const BatchFl
     tok = std::move(t.value());
   }
   // V4 or V4.1 from config.json; either runs through the engine.
-  auto loaded = engine::load_engine_model(model_dir, threads, true);
+  auto loaded = engine::load_engine_model(model_dir, threads, false);
   if (!loaded.ok()) fail(loaded.error().message);
   engine::EngineModel& model = loaded.value();
   for (const std::string& note : model.notes) std::cerr << "deepinfer: note: " << note << "\n";
@@ -228,7 +233,28 @@ void run_generate_batch(const std::string& model_dir, int threads, const BatchFl
   for (int id : model.eos_token_ids) config.scheduler.eos_token_ids.push_back(id);
   if (f.block_size < 1 || f.max_num_seqs < 1 || f.max_batched_tokens < f.block_size)
     fail("--block-size, --max-num-seqs must be >= 1 and --max-batched-tokens >= --block-size");
-  auto eng = engine::Engine::create(config, *model.runner);
+  if (cuda.value()) {  // fixed device slots: as long as the longest request needs
+    int64_t longest = 2;
+    for (const Line& l : lines)
+      if (l.error.empty())
+        longest = std::max<int64_t>(
+            longest, static_cast<int64_t>(l.request.prompt.size()) + l.request.params.max_tokens);
+    config.scheduler.max_model_len =
+        static_cast<int32_t>(std::min<int64_t>(config.scheduler.max_model_len, longest));
+  }
+  std::string note;
+  std::unique_ptr<engine::ModelRunner> runner = std::move(model.runner);  // V4.1: the CPU runner
+  if (model.is_v41()) {
+    if (device == "cuda")
+      fail("--device cuda: V4.1 runs on the CPU engine runner; use --device cpu");
+    if (cuda.value()) note = "V4.1 runs on the CPU engine runner";
+  } else {
+    auto r = make_engine_runner(*model.v4, cuda.value(), config.kv_cache_memory, config, note);
+    if (!r.ok()) fail(r.error().message);
+    runner = std::move(r.value());
+  }
+  if (!note.empty()) std::cerr << "deepinfer: " << note << "\n";
+  auto eng = engine::Engine::create(config, *runner);
   if (!eng.ok()) fail(eng.error().message);
 
   std::vector<EngineRequest> requests;

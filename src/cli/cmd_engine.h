@@ -25,6 +25,9 @@ void add_batch_options(CLI::App& generate, BatchFlags& flags);
 // Reads the JSONL file, runs every line through one engine and prints one JSON result per input
 // line, in input order: {"ids":[...],"text":...,"finish_reason":...,"usage":{...}} or
 // {"error":{...}} for a line that could not run. Progress on stderr. Throws CliExit on failure.
-void run_generate_batch(const std::string& model_dir, int threads, const BatchFlags& flags);
+// `device`: cpu, cuda or auto/"" (engine_device.h); on cuda --kv-blocks is unused (the blocks
+// cover the device slots, sized for the longest request and --kv-cache-memory when given).
+void run_generate_batch(const std::string& model_dir, int threads, const BatchFlags& flags,
+                        const std::string& device = "cpu");
 
 }  // namespace deepinfer::cli

@@ -299,8 +299,7 @@ void setup(CLI::App& app) {
       if (score) {
         run_score(*dir, n, *device);
       } else if (!batch->batch_file.empty()) {
-        if (*device == "cuda") fail("invalid_request_error", "generate --batch runs on the CPU");
-        deepinfer::cli::run_generate_batch(*dir, n, *batch);
+        deepinfer::cli::run_generate_batch(*dir, n, *batch, *device);
       } else {
         run_generate(*dir, n, *device);
       }

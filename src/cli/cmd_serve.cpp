@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/engine_device.h"
 #include "common/byte_size.h"
 #include "engine/engine.h"
 #include "engine/v41_engine_model.h"
@@ -67,7 +68,8 @@ std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const ServeFlags& f, const 
 }
 
 void run(const ServeFlags& f) {
-  if (f.device == "cuda") fail("--device cuda: this build has no CUDA runtime path yet; use --device cpu");
+  auto cuda = engine_uses_cuda(f.device, "deepinfer serve");
+  if (!cuda.ok()) fail(cuda.error().message);
   if (f.port < 0 || f.port > 65535) fail("--port must be in [0, 65535]");
   const std::string model_dir = f.model.empty() ? default_model_dir() : f.model;
   std::error_code ec;
@@ -114,7 +116,7 @@ void run(const ServeFlags& f) {
   const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
   std::cerr << "deepinfer serve: loading " << model_dir << " ...\n";
   // V4 or V4.1 from config.json; either runs through the engine.
-  auto loaded = engine::load_engine_model(model_dir, threads, true);
+  auto loaded = engine::load_engine_model(model_dir, threads, false);
   if (!loaded.ok()) fail(loaded.error().message);
   engine::EngineModel& model = loaded.value();
   for (const std::string& note : model.notes)
@@ -138,7 +140,20 @@ void run(const ServeFlags& f) {
   engine_config.scheduler.max_model_len =
       static_cast<int32_t>(f.max_model_len > 0 ? f.max_model_len : 65536);
   for (int id : model.eos_token_ids) engine_config.scheduler.eos_token_ids.push_back(id);
-  auto eng = engine::Engine::create(engine_config, *model.runner);
+  std::string runner_note;
+  std::unique_ptr<engine::ModelRunner> runner = std::move(model.runner);  // V4.1: the CPU runner
+  if (model.is_v41()) {
+    if (f.device == "cuda")
+      fail("--device cuda: V4.1 runs on the CPU engine runner; use --device cpu");
+    if (cuda.value()) runner_note = "V4.1 runs on the CPU engine runner";
+  } else {
+    auto r = make_engine_runner(*model.v4, cuda.value(), engine_config.kv_cache_memory,
+                                engine_config, runner_note);
+    if (!r.ok()) fail(r.error().message);
+    runner = std::move(r.value());
+  }
+  if (!runner_note.empty()) std::cerr << "deepinfer serve: " << runner_note << "\n";
+  auto eng = engine::Engine::create(engine_config, *runner);
   if (!eng.ok()) fail(eng.error().message);
   api.options().max_model_len = eng.value()->max_model_len();
   api.attach(*tok, *eng.value());
