@@ -248,6 +248,8 @@ void Scheduler::update(const SchedulerOutput& done, const ModelOutput& result,
       req.first_token = now;
       ev.ttft_seconds = std::chrono::duration<double>(now - req.arrival).count();
       stats_.prompt_tokens += req.num_prompt;
+      // The prompt side of the usage is known now: the server reports cache hits up front.
+      ev.usage = {req.num_prompt, 1, std::max(0, req.num_cached_prompt)};
     } else {
       ev.tpot_seconds = std::chrono::duration<double>(now - req.last_token).count();
     }

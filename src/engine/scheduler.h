@@ -40,7 +40,7 @@ struct RequestEvent {
   bool has_token = false;
   SampleResult sample;  // token (+ logprobs when asked)
   FinishReason finish = FinishReason::kNone;
-  Usage usage;                 // set when finish != kNone
+  Usage usage;                 // set on the first token and when finish != kNone
   std::string error;           // set when finish == kError
   double ttft_seconds = -1.0;  // set on the first token
   double tpot_seconds = -1.0;  // time since the previous token, on later tokens
