@@ -1,5 +1,6 @@
 #include "cli/bench_backend.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -133,20 +134,23 @@ class CudaBackend : public BenchBackend {
     return m_->synchronize();
   }
 
+  // One prefill of the prompt into slot 0, then device-side slot copies: every decode slot
+  // starts from the same fresh context (earlier batch sizes' steps advanced slot 0).
   Status fill(int batch, std::span<const int32_t> prompt) override {
+    filled_ = 0;
+    if (batch <= 0) return Status::Ok();
+    m_->reset(0);
     const int64_t last = static_cast<int64_t>(prompt.size()) - 1;
-    for (; filled_ < batch; ++filled_) {
-      m_->reset(filled_);
-      if (Status s =
-              m_->prefill(filled_, prompt, std::span<const int64_t>(&last, 1), logits_.data());
-          !s) {
-        return s;
-      }
+    if (Status s = m_->prefill(0, prompt, std::span<const int64_t>(&last, 1), logits_.data()); !s)
+      return s;
+    for (int k = 1; k < batch; ++k) {
+      if (Status s = m_->copy_slot(0, k); !s) return s;
     }
+    filled_ = batch;
     return m_->synchronize();
   }
 
-  bool fills_by_prefill() const override { return true; }
+  bool fills_by_prefill() const override { return false; }
 
   Status step(std::span<const int32_t> tokens) override {
     if (static_cast<int>(tokens.size()) > filled_) {
@@ -193,8 +197,12 @@ Result<std::unique_ptr<BenchBackend>> make_cpu_backend(const std::string& dir,
 Result<std::unique_ptr<BenchBackend>> make_cuda_backend(const std::string& dir,
                                                         const BenchBackendOptions& options) {
 #ifdef DEEPINFER_HAVE_CUDA
-  if (!cuda::device_available()) return Error{"no CUDA device: " + cuda::device_name()};
+  // DEEPINFER_CUDA_EMULATE=1 (tests): the kernel bodies on the host, as for serve.
+  const char* env = std::getenv("DEEPINFER_CUDA_EMULATE");
+  const bool emulate = env && std::string(env) == "1";
+  if (!emulate && !cuda::device_available()) return Error{"no CUDA device: " + cuda::device_name()};
   cuda::CudaModelOptions o;
+  o.emulate = emulate;
   o.max_sequences = options.max_batch;
   o.max_context = options.max_context;
   auto m = cuda::CudaModel::load(dir, o);

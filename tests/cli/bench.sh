@@ -106,4 +106,15 @@ expect_fail "config.json" --device cpu --model "$tmp/missing"
 if ! command -v nvidia-smi > /dev/null; then
   expect_fail "CUDA" --device cuda --slice tiny --layers 1 --prefill none --decode-batch none
 fi
+# The CUDA bench path with the kernel bodies run on the host (builds with the CUDA backend): the
+# decode slots of batch 3 are filled by one prefill and device-side slot copies.
+if DEEPINFER_CUDA_EMULATE=1 "$bin" bench --device cuda --slice tiny --layers 1 --prefill 1x16 \
+    --reps 1 --decode-batch 1,3 --context 64 --warmup 1 --steps 2 --json "$tmp/cuda.json" \
+    > "$tmp/cuda.txt" 2> "$tmp/cuda.err"; then
+  grep -q '^| decode | batch 3 | ' "$tmp/cuda.txt"
+  /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); d=r["decode"][1]
+assert d["batch"] == 3 and d["tokens_per_s"] > 0 and "error" not in d, d' "$tmp/cuda.json"
+elif ! grep -q "no CUDA backend" "$tmp/cuda.err"; then
+  echo "emulated CUDA bench failed:"; cat "$tmp/cuda.err"; exit 1
+fi
 echo "bench cli ok"
