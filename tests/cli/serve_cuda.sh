@@ -21,42 +21,11 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   export DEEPINFER_CUDA_EMULATE=1
   mode=emulated
 fi
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL ($mode): $*"
-  echo "--- server log"
-  cat "$tmp/log" || true
-  exit 1
-}
+fail_label="$mode"
+source "$src/tests/cli/lib/serve.sh"
 
-"$bin" serve --model "$src/models/default" --device cuda --port 0 --threads 1 --max-num-seqs 4 \
-  --max-model-len 1024 --kv-cache-memory 64M --served-model-name tiny 2>"$tmp/log" &
-pid=$!
-
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/log")
-  [[ -n $port ]] && break
-  sleep 0.1
-done
-[[ -n $port ]] || fail "no 'listening on' line"
-base="http://127.0.0.1:$port"
-
-code=""
-for _ in $(seq 600); do
-  code=$(curl -s -o /dev/null -w '%{http_code}' "$base/health" || true)
-  [[ $code == 200 ]] && break
-  [[ $code == 503 || $code == 000 ]] || fail "/health answered $code"
-  kill -0 "$pid" 2>/dev/null || fail "serve exited"
-  sleep 0.1
-done
-[[ $code == 200 ]] || fail "/health never turned 200"
+start_serve --model "$src/models/default" --device cuda --threads 1 --max-num-seqs 4 \
+  --max-model-len 1024 --kv-cache-memory 64M --served-model-name tiny
 grep -q "deepinfer serve: cuda: 4 sequence slots x 1024 positions" "$tmp/log" ||
   fail "no line describing the CUDA slots"
 
@@ -71,10 +40,6 @@ metrics=$(curl -s "$base/metrics")
 grep -q '^deepinfer_kv_blocks_total 256$' <<<"$metrics" || fail "kv blocks: $(grep kv_blocks <<<"$metrics")"
 grep -q '^deepinfer_kv_blocks_used 0$' <<<"$metrics" || fail "kv blocks used: $(grep kv_blocks <<<"$metrics")"
 
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=""
-[[ $rc == 0 ]] || fail "serve exited $rc after SIGTERM"
+stop_serve
 grep "sequence slots" "$tmp/log"
 echo "serve_cuda: ok ($mode)"

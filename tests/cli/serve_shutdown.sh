@@ -10,41 +10,10 @@ if ! command -v curl >/dev/null; then
   echo "curl is not installed; skipping"
   exit 0
 fi
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  echo "--- server log"
-  cat "$tmp/log" || true
-  exit 1
-}
+source "$src/tests/cli/lib/serve.sh"
 
-"$bin" serve --model "$src/models/default" --port 0 --threads 1 --max-model-len 8192 \
-  --served-model-name tiny 2>"$tmp/log" &
-pid=$!
-
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/log")
-  [[ -n $port ]] && break
-  sleep 0.1
-done
-[[ -n $port ]] || fail "no 'listening on' line"
-base="http://127.0.0.1:$port"
-
-code=""
-for _ in $(seq 600); do
-  code=$(curl -s -o /dev/null -w '%{http_code}' "$base/health" || true)
-  [[ $code == 200 ]] && break
-  [[ $code == 503 || $code == 000 ]] || fail "/health answered $code"
-  sleep 0.1
-done
-[[ $code == 200 ]] || fail "/health never turned 200"
+start_serve --model "$src/models/default" --threads 1 --max-model-len 8192 \
+  --served-model-name tiny
 
 # A complete chat request with a tool definition.
 reply=$(curl -s -w '\n%{http_code}' "$base/v1/chat/completions" -H 'Content-Type: application/json' \

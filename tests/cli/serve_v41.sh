@@ -12,41 +12,10 @@ if ! command -v curl >/dev/null; then
   echo "curl is not installed; skipping"
   exit 0
 fi
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  echo "--- server log"
-  cat "$tmp/log" || true
-  exit 1
-}
+source "$src/tests/cli/lib/serve.sh"
 
-"$bin" serve --model "$src/tests/fixtures/official_v41_c_bf16" --host 127.0.0.1 --port 0 \
-  --threads 1 --max-model-len 256 --kv-cache-memory 8M --served-model-name v41 2>"$tmp/log" &
-pid=$!
-
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\).*#\1#p' "$tmp/log")
-  [[ -n $port ]] && break
-  sleep 0.1
-done
-[[ -n $port ]] || fail "no 'listening on' line"
-base="http://127.0.0.1:$port"
-
-code=""
-for _ in $(seq 600); do
-  code=$(curl -s -o /dev/null -w '%{http_code}' "$base/health" || true)
-  [[ $code == 200 ]] && break
-  [[ $code == 503 || $code == 000 ]] || fail "/health answered $code"
-  sleep 0.1
-done
-[[ $code == 200 ]] || fail "/health never turned 200"
+start_serve --model "$src/tests/fixtures/official_v41_c_bf16" --host 127.0.0.1 --threads 1 \
+  --max-model-len 256 --kv-cache-memory 8M --served-model-name v41
 grep -q "encoding v41" "$tmp/log" || fail "the ready line does not name the v41 encoding"
 
 # The fixture's tiny tokenizer has no <｜System｜> token: requests turn thinking off, so the V4.1
@@ -84,9 +53,5 @@ grep -q '"object":"chat.completion.chunk"' "$tmp/stream" || fail "no chunk objec
 grep '^data: ' "$tmp/stream" | tail -n2 | head -n1 | grep -q '"finish_reason":"' ||
   fail "no final chunk with a finish_reason"
 
-kill -TERM "$pid"
-rc=0
-wait "$pid" || rc=$?
-pid=""
-[[ $rc == 0 ]] || fail "serve exited $rc after SIGTERM"
+stop_serve
 echo "serve_v41: ok"
