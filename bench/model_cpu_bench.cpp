@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
+#include "copy_bandwidth.h"
 #include "model/model.h"
 
 namespace {
@@ -31,19 +32,7 @@ int threads() {
 
 // ---- rooflines --------------------------------------------------------------------------------
 void BM_CopyBandwidth(benchmark::State& state) {
-  const size_t bytes = size_t{512} << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 2);
-  deepinfer::cpu::ThreadPool pool(threads());
-  for (auto _ : state) {
-    pool.parallel_for(static_cast<int64_t>(bytes >> 20), 1, [&](int64_t b0, int64_t b1) {
-      std::memcpy(b.data() + (b0 << 20), a.data() + (b0 << 20),
-                  static_cast<size_t>((b1 - b0) << 20));
-    });
-    benchmark::DoNotOptimize(b.data());
-  }
-  // read + write traffic
-  state.counters["GB/s"] =
-      benchmark::Counter(2.0 * bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  deepinfer::bench::measure_copy_bandwidth(state, threads());
 }
 BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 

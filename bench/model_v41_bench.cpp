@@ -15,6 +15,7 @@
 
 #include "backend/cpu/quant_linear.h"
 #include "backend/cpu/thread_pool.h"
+#include "copy_bandwidth.h"
 #include "model/v41_config.h"
 #include "model/v41_forward.h"
 
@@ -140,18 +141,8 @@ struct Slice {
 
 // Copy bandwidth (read + write) on the same pool: the decode roofline.
 void BM_CopyBandwidth(benchmark::State& state) {
-  const size_t bytes = size_t{512} << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 2);
-  cpu::ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  for (auto _ : state) {
-    pool.parallel_for(static_cast<int64_t>(bytes >> 20), 1, [&](int64_t b0, int64_t b1) {
-      std::memcpy(b.data() + (b0 << 20), a.data() + (b0 << 20),
-                  static_cast<size_t>((b1 - b0) << 20));
-    });
-    benchmark::DoNotOptimize(b.data());
-  }
-  state.counters["GB/s"] =
-      benchmark::Counter(2.0 * bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  deepinfer::bench::measure_copy_bandwidth(
+      state, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(4);
 
