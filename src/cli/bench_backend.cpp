@@ -61,8 +61,6 @@ class CpuBackend : public BenchBackend {
     return Status::Ok();
   }
 
-  bool fills_by_prefill() const override { return false; }
-
   Status step(std::span<const int32_t> tokens) override {
     if (tokens.size() > slots_.size()) return Error{"decode batch larger than the filled slots"};
     // One batched step (every weight GEMM once for all sequences), as the engine runs it.
@@ -149,8 +147,6 @@ class CudaBackend : public BenchBackend {
     filled_ = batch;
     return m_->synchronize();
   }
-
-  bool fills_by_prefill() const override { return false; }
 
   Status step(std::span<const int32_t> tokens) override {
     if (static_cast<int>(tokens.size()) > filled_) {

@@ -29,10 +29,9 @@ class BenchBackend {
 
   // One fresh sequence of ids from position 0; logits of the last row only.
   virtual Status prefill(std::span<const int32_t> ids) = 0;
-  // Slots 0 … batch−1 hold `prompt` afterwards (the cache the decode steps read).
+  // Slots 0 … batch−1 hold `prompt` afterwards (the cache the decode steps read): one prefill,
+  // the other slots copied.
   virtual Status fill(int batch, std::span<const int32_t> prompt) = 0;
-  // True when every new slot costs a prefill of the prompt (false: slots are copied).
-  virtual bool fills_by_prefill() const = 0;
   // One decode step for slots 0 … tokens.size()−1 (tokens[b] to slot b).
   virtual Status step(std::span<const int32_t> tokens) = 0;
 

@@ -67,7 +67,6 @@ struct Options {
   int warmup = 1;
   int reps = 3;
   int steps = 8;
-  double fill_budget = 120;
   double time_budget = 0;  // seconds for all measurements (0: no limit)
   int threads = 0;
   std::string json_path;
@@ -374,8 +373,6 @@ void run(Options o) {
   // 3. decode (first: its batch-1 number is the one the roofline goal is about)
   std::vector<int32_t> prompt(static_cast<size_t>(o.context));
   for (int64_t i = 0; i < o.context; ++i) prompt[static_cast<size_t>(i)] = token_at(i, vocab);
-  double fill_one_s = 0;
-  int filled = 0;
   for (int B : batches) {
     const std::string shape = "batch " + std::to_string(B);
     JsonObject j{{"batch", B}, {"context", o.context}};
@@ -383,22 +380,10 @@ void run(Options o) {
       skip("decode", std::move(j), shape, budget_note);
       continue;
     }
-    if (be.fills_by_prefill() && filled > 0 && fill_one_s * (B - filled) > o.fill_budget) {
-      skip("decode", std::move(j), shape,
-           "filling " + std::to_string(B - filled) + " more slots would take ~" +
-               fmt(fill_one_s * (B - filled), 0) + " s (--fill-budget " + fmt(o.fill_budget, 0) +
-               ")");
-      continue;
-    }
     std::cerr << "decode batch " << B << " at context " << o.context << " ...\n";
     const auto t0 = Clock::now();
     deepinfer::Status st = be.fill(B, prompt);
-    if (st) {
-      const double fill_s = seconds_since(t0);
-      if (filled == 0) fill_one_s = fill_s / B;
-      j["fill_s"] = fill_s;
-      filled = B;
-    }
+    if (st) j["fill_s"] = seconds_since(t0);
     std::vector<int32_t> tokens(static_cast<size_t>(B));
     auto next_tokens = [&](int step) {
       for (int b = 0; b < B; ++b) {
@@ -531,8 +516,6 @@ void setup(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "untimed runs before each measurement (1)");
   cmd->add_option("--reps", o->reps, "timed repetitions per prefill shape (3)");
   cmd->add_option("--steps", o->steps, "timed decode steps per batch size (8)");
-  cmd->add_option("--fill-budget", o->fill_budget,
-                  "seconds allowed for filling decode slots by prefill (120)");
   cmd->add_option("--time-budget", o->time_budget,
                   "seconds for all measurements; later ones are skipped (0: no limit)");
   cmd->add_option("--threads", o->threads, "CPU threads (default: all)");

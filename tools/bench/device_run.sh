@@ -45,7 +45,7 @@ echo "slices in $root" >> "$out/machine.txt"
 
 common=(--device cuda --slice v4-flash --layers "$layers" --commit "$commit"
         --prefill 1x8192,64x512 --decode-batch 1,16,64,256 --context 4096
-        --warmup 1 --reps 2 --steps 6 --fill-budget 25)
+        --warmup 1 --reps 2 --steps 6)
 left() { echo $((limit - SECONDS)); }
 upto() { local v=$(($(left) - $1)); [ "$v" -lt 10 ] && v=10; echo "$v"; }  # seconds, at least 10
 
