@@ -1,5 +1,10 @@
 // CudaModel: loading (weights uploaded as shipped), state and scratch allocation, the public API.
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
+#include <string>
 #include <tuple>
 
 #include "backend/cuda/device_model.cuh"
@@ -393,6 +398,21 @@ Status CudaModel::synchronize() { return impl_->exec.sync(); }
 
 namespace {
 
+// DEEPINFER_CUDA_PROFILE_BATCH=1,16: decode steps of those batch sizes run between
+// cudaProfilerStart/Stop, so `ncu --profile-from-start off` times exactly their kernels
+// (tools/bench/profile_decode.sh).
+bool profiled_batch(int batch) {
+  static const std::vector<int> batches = [] {
+    std::vector<int> v;
+    if (const char* env = std::getenv("DEEPINFER_CUDA_PROFILE_BATCH")) {
+      std::stringstream ss(env);
+      for (std::string item; std::getline(ss, item, ',');) v.push_back(std::atoi(item.c_str()));
+    }
+    return v;
+  }();
+  return std::find(batches.begin(), batches.end(), batch) != batches.end();
+}
+
 Status check_ids(const model::ModelConfig& c, std::span<const int32_t> ids) {
   for (int32_t id : ids) {
     if (id < 0 || id >= c.vocab_size) {
@@ -462,7 +482,13 @@ Status CudaModel::decode(std::span<const int> seqs, std::span<const int32_t> ids
     segs.push_back({s, ids.subspan(b, 1)});
     rows.push_back(static_cast<int32_t>(b));
   }
-  return m.run(segs, rows, logits, argmax);
+  const bool profiled = profiled_batch(static_cast<int>(seqs.size()));
+  if (profiled) (void)cudaProfilerStart();
+  Status st = m.run(segs, rows, logits, argmax);
+  if (!profiled) return st;
+  Status synced = st ? m.exec.sync() : std::move(st);
+  (void)cudaProfilerStop();
+  return synced;
 }
 
 }  // namespace deepinfer::cuda

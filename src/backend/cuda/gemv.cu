@@ -1,5 +1,8 @@
 #include "backend/cuda/gemv.cuh"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace deepinfer::cuda {
 namespace {
 
@@ -298,6 +301,16 @@ __global__ void experts4_kernel(const float* __restrict__ x, bool x_per_slot, in
 // (its wider loads win there); v1 otherwise (bf16 streams faster with a warp per column).
 int g_version = 0;
 
+// Batches up to this many rows run as GEMV passes of 8 rows (DEEPINFER_CUDA_GEMV_MAX_ROWS
+// overrides it, to measure the crossover against the tiled GEMM).
+int g_gemv_max_rows = [] {
+  const char* env = std::getenv("DEEPINFER_CUDA_GEMV_MAX_ROWS");
+  return env ? std::max(8, std::atoi(env)) : 64;
+}();
+
+void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+               int64_t ldy, bool round_out);
+
 template <int R>
 void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& w, float* y,
                   int64_t ldy, bool round_out) {
@@ -332,23 +345,39 @@ void set_gemv_version(int v) { g_version = v; }
 int gemv_version() { return g_version; }
 bool fast_kernels() { return g_fast; }
 
-bool gemv_supported(const DevWeight& w, int64_t n) {
-  if (!g_fast || n <= 0) return false;
-  if (n > 8) return true;  // tiled GEMM: any shape
+bool gemv_shape_ok(const DevWeight& w) {
   return w.in % 8 == 0 && (w.format != DevFormat::FP8 || w.block_in % 8 == 0) &&
          (w.format != DevFormat::FP4 || w.block_in % 8 == 0);
 }
 
+bool gemv_supported(const DevWeight& w, int64_t n) {
+  if (!g_fast || n <= 0) return false;
+  if (n > 8) return true;  // GEMV passes or the tiled GEMM: any shape
+  return gemv_shape_ok(w);
+}
+
+int gemv_max_rows() { return g_gemv_max_rows; }
+
 void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
           int64_t ldy, bool round_out) {
   const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && ldx % 4 == 0;
-  if (n > 8 || !aligned) {
+  if (n > g_gemv_max_rows || !aligned || (n > 8 && !gemv_shape_ok(w))) {
     const dim3 grid(static_cast<unsigned>((w.out + kTn - 1) / kTn),
                     static_cast<unsigned>((n + kTm - 1) / kTm));
     gemm_kernel<<<grid, 256, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
     e.note(cudaGetLastError());
     return;
   }
+  // Up to gemv_max_rows rows: passes of 8 over the weights. Each pass streams the packed matrix
+  // once (HBM-bound), which beats the 64-row tiles until the batch nears a full tile.
+  for (int64_t r0 = 0; r0 < n; r0 += 8)
+    gemv_rows(e, x + r0 * ldx, ldx, n - r0 < 8 ? n - r0 : 8, w, y + r0 * ldy, ldy, round_out);
+}
+
+namespace {
+
+void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+               int64_t ldy, bool round_out) {
   const int rows = static_cast<int>(n);
   const bool want_v2 =
       g_version == 2 ||
@@ -379,6 +408,8 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
   }
   e.note(cudaGetLastError());
 }
+
+}  // namespace
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in) {
   return g_fast && n_slots > 0 && in % 8 == 0;

@@ -1,7 +1,8 @@
 // Fast device-only matrix kernels (never emulated; the reference bodies in ops.cu define what
 // they compute): a warp per output column streaming the packed weight row once with 16/8/4-byte
-// loads and the block scales applied in registers, for up to 8 input rows per pass (decode); a
-// shared-memory tiled GEMM for more rows (prefill, large batches); the routed-expert variant.
+// loads and the block scales applied in registers, for up to 8 input rows per pass (decode
+// batches up to gemv_max_rows() rows take several passes); a shared-memory tiled GEMM for more
+// rows (prefill, large batches); the routed-expert variant.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@ namespace deepinfer::cuda {
 bool gemv_supported(const DevWeight& w, int64_t n);
 void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
           int64_t ldy, bool round_out);
+// The largest batch gemv() runs as GEMV passes (64; env DEEPINFER_CUDA_GEMV_MAX_ROWS).
+int gemv_max_rows();
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in);
 void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,
@@ -45,5 +48,8 @@ void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const flo
 // ss[r] = Σ x[r, :]² over `width` values.
 void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss);
 void argmax_fast(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out);
+// FP8 activation quantization in place (ops.cu fp8_quant_rows), a warp per block of `block`
+// values: the same per-element rounding, the block's amax by warp shuffles (max is exact).
+void fp8_quant_rows_fast(Exec& e, float* x, int64_t rows, int64_t dim, int block);
 
 }  // namespace deepinfer::cuda

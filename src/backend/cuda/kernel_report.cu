@@ -1,6 +1,9 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
+#include <string>
 
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
@@ -75,7 +78,7 @@ std::vector<KernelCheck> kernel_report() {
   for (DevFormat f : {DevFormat::BF16, DevFormat::FP8, DevFormat::FP4}) {
     const int64_t in = 7168, rows_out = f == DevFormat::FP4 ? 32768 : 16384;
     Matrix m = random_matrix(e, f, rows_out, in, rng);
-    for (int64_t n : {1, 4, 64, 512}) {
+    for (int64_t n : {1, 4, 16, 64, 512}) {
       std::vector<float> hx(static_cast<size_t>(n * in));
       std::normal_distribution<float> g(0.0f, 1.0f);
       for (auto& v : hx) v = g(rng);
@@ -119,8 +122,10 @@ std::vector<KernelCheck> kernel_report() {
         const double wbytes = static_cast<double>(m.data.bytes() + m.scale.bytes());
         const double gbs = wbytes / (ms * 1e-3) / 1e9;
         const double tflops = 2.0 * static_cast<double>(n) * rows_out * in / (ms * 1e-3) / 1e12;
-        const char* what = n <= 8 ? (variant == 0 ? "gemv-v1" : "gemv-v2")
-                                  : (official && f != DevFormat::BF16 ? "tile-tc " : "tile-f32");
+        const char* what = n <= 8                           ? (variant == 0 ? "gemv-v1" : "gemv-v2")
+                           : official && f != DevFormat::BF16 ? "tile-tc "
+                           : n <= gemv_max_rows()             ? "gemv-x8 "
+                                                              : "tile-f32";
         char line[256];
         std::snprintf(line, sizeof line,
                       "%-4s %s %6lldx%lld n=%-4lld %8.3f ms  %7.1f GB/s of weights (%4.1f%% of "
@@ -135,6 +140,37 @@ std::vector<KernelCheck> kernel_report() {
         out.push_back(kc);
       }
     }
+  }
+  {  // FP8 activation quantization: the warp-per-block kernel against the serial body, bitwise
+    const int64_t rows = 16, dim = 7168 + 96;  // a short last block
+    std::vector<float> hx(static_cast<size_t>(rows * dim));
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::uniform_real_distribution<float> mag(-6.0f, 6.0f);
+    for (size_t i = 0; i < hx.size(); i += 128) {
+      const float m = std::exp2(mag(rng));
+      for (size_t j = i; j < std::min(hx.size(), i + 128); ++j) hx[j] = g(rng) * m;
+    }
+    DeviceArray<float> a, b;
+    a.upload(e, hx);
+    b.upload(e, hx);
+    set_fast_kernels(false);
+    fp8_quant_rows(e, a.ptr, rows, dim, 128);
+    set_fast_kernels(true);
+    fp8_quant_rows(e, b.ptr, rows, dim, 128);
+    std::vector<float> ha(hx.size()), hb(hx.size());
+    e.to_host(ha.data(), a.ptr, ha.size() * 4);
+    e.to_host(hb.data(), b.ptr, hb.size() * 4);
+    int64_t differ = -1;
+    if (e.sync().ok()) {
+      differ = 0;
+      for (size_t i = 0; i < ha.size(); ++i) differ += std::memcmp(&ha[i], &hb[i], 4) != 0;
+    }
+    KernelCheck kc;
+    kc.line = "fp8 activation quantization, warp kernel vs serial body: " +
+              std::to_string(differ) + " of " + std::to_string(ha.size()) + " values differ";
+    kc.rel_error = differ < 0 ? 1.0 : static_cast<double>(differ);
+    kc.tolerance = 0;
+    out.push_back(kc);
   }
   set_gemv_version(version0);
   set_tensor_cores(tc0);

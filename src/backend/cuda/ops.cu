@@ -23,6 +23,10 @@ DI_HD inline void fp8_quant_row(float* v, int64_t dim, int block) {
 }  // namespace
 
 void fp8_quant_rows(Exec& e, float* x, int64_t rows, int64_t dim, int block) {
+  if (!e.emulate && fast_kernels()) {
+    fp8_quant_rows_fast(e, x, rows, dim, block);
+    return;
+  }
   const int64_t blocks = (dim + block - 1) / block;
   e.each(rows * blocks, [=] DI_HD(int64_t i) {
     const int64_t r = i / blocks, b = i % blocks;

@@ -79,7 +79,32 @@ __global__ void argmax_kernel(const float* __restrict__ x, int64_t V, int32_t* o
   if (threadIdx.x == 0) out[blockIdx.x] = static_cast<int32_t>(bi[0] == V ? 0 : bi[0]);
 }
 
+__global__ void fp8_quant_kernel(float* x, int64_t rows, int64_t dim, int block,
+                                 int64_t blocks_per_row) {
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (warp >= rows * blocks_per_row) return;  // uniform across the warp
+  const int64_t r = warp / blocks_per_row, b0 = (warp % blocks_per_row) * block;
+  const int64_t len = dim - b0 < block ? dim - b0 : block;
+  float* v = x + r * dim + b0;
+  float amax = 0.0f;
+  for (int64_t i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(v[i]));
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float s = fp8_act_scale(amax);
+  for (int64_t i = lane; i < len; i += 32) v[i] = bf16r(round_e4m3(v[i] / s) * s);
+}
+
 }  // namespace
+
+void fp8_quant_rows_fast(Exec& e, float* x, int64_t rows, int64_t dim, int block) {
+  const int64_t per_row = (dim + block - 1) / block;
+  const int64_t threads = rows * per_row * 32;
+  if (threads <= 0) return;
+  fp8_quant_kernel<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
+                     e.stream>>>(x, rows, dim, block, per_row);
+  e.note(cudaGetLastError());
+}
 
 void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
                    float* y) {
