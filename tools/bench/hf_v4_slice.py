@@ -113,6 +113,11 @@ def compare(ours, hf):
     for p in ours.get("prefill", []):
         h = hp.get((p["batch"], p["length"]))
         shape = f"{p['batch']}x{p['length']}"
+        if "tokens_per_s" not in p:  # ours skipped it (time budget) or failed
+            lines.append(f"| prefill | {shape} | {p.get('skipped', p.get('error', 'not run'))} | "
+                         f"{h['tokens_per_s']:.0f} | | | | | |" if h and "tokens_per_s" in h else
+                         f"| prefill | {shape} | {p.get('skipped', p.get('error', 'not run'))} | | | | | | |")
+            continue
         if h is None or "tokens_per_s" not in h:
             why = (h or {}).get("error", "not run")
             lines.append(f"| prefill | {shape} | {p['tokens_per_s']:.0f} | {why} | | "
