@@ -469,14 +469,17 @@ Status CudaModel::decode(std::span<const int> seqs, std::span<const int32_t> ids
   if (seqs.size() != ids.size()) return Error{"decode: seqs and ids differ in length"};
   if (static_cast<int64_t>(seqs.size()) > m.N) return Error{"decode: batch too large"};
   if (Status s = check_ids(m.cfg, ids); !s) return s;
-  std::vector<Impl::Segment> segs;
-  std::vector<int32_t> rows;
-  std::vector<bool> seen(static_cast<size_t>(m.opt.max_sequences), false);
+  std::vector<Impl::Segment>& segs = m.decode_segs;
+  std::vector<int32_t>& rows = m.decode_rows;
+  std::vector<uint8_t>& seen = m.decode_seen;
+  segs.clear();
+  rows.clear();
+  seen.assign(static_cast<size_t>(m.opt.max_sequences), 0);
   for (size_t b = 0; b < seqs.size(); ++b) {
     const int s = seqs[b];
     if (s < 0 || s >= m.opt.max_sequences || seen[static_cast<size_t>(s)])
       return Error{"decode: bad or repeated sequence slot " + std::to_string(s)};
-    seen[static_cast<size_t>(s)] = true;
+    seen[static_cast<size_t>(s)] = 1;
     if (m.positions[static_cast<size_t>(s)] + 1 > m.opt.max_context)
       return Error{"sequence would exceed max_context"};
     segs.push_back({s, ids.subspan(b, 1)});

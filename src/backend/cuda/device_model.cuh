@@ -101,6 +101,10 @@ struct CudaModel::Impl {
   };
   Status run(std::span<const Segment> segs, std::span<const int32_t> logit_rows, float* logits,
              int32_t* argmax);
+  // decode()'s per-step bookkeeping, kept so that a step allocates nothing on the host.
+  std::vector<Segment> decode_segs;
+  std::vector<int32_t> decode_rows;
+  std::vector<uint8_t> decode_seen;
   // Every kernel of one launch (no host sync, no allocation: capturable in a graph).
   void compute(const Rows& rows, const Segments& segs, int64_t n_logits);
   void block(int layer, const Rows& rows, const Segments& segs, const int32_t* entries);

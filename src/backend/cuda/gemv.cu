@@ -1,7 +1,7 @@
-#include "backend/cuda/gemv.cuh"
-
 #include <algorithm>
 #include <cstdlib>
+
+#include "backend/cuda/gemv.cuh"
 
 namespace deepinfer::cuda {
 namespace {

@@ -122,7 +122,7 @@ std::vector<KernelCheck> kernel_report() {
         const double wbytes = static_cast<double>(m.data.bytes() + m.scale.bytes());
         const double gbs = wbytes / (ms * 1e-3) / 1e9;
         const double tflops = 2.0 * static_cast<double>(n) * rows_out * in / (ms * 1e-3) / 1e12;
-        const char* what = n <= 8                           ? (variant == 0 ? "gemv-v1" : "gemv-v2")
+        const char* what = n <= 8 ? (variant == 0 ? "gemv-v1" : "gemv-v2")
                            : official && f != DevFormat::BF16 ? "tile-tc "
                            : n <= gemv_max_rows()             ? "gemv-x8 "
                                                               : "tile-f32";
@@ -166,8 +166,8 @@ std::vector<KernelCheck> kernel_report() {
       for (size_t i = 0; i < ha.size(); ++i) differ += std::memcmp(&ha[i], &hb[i], 4) != 0;
     }
     KernelCheck kc;
-    kc.line = "fp8 activation quantization, warp kernel vs serial body: " +
-              std::to_string(differ) + " of " + std::to_string(ha.size()) + " values differ";
+    kc.line = "fp8 activation quantization, warp kernel vs serial body: " + std::to_string(differ) +
+              " of " + std::to_string(ha.size()) + " values differ";
     kc.rel_error = differ < 0 ? 1.0 : static_cast<double>(differ);
     kc.tolerance = 0;
     out.push_back(kc);

@@ -90,7 +90,8 @@ __global__ void fp8_quant_kernel(float* x, int64_t rows, int64_t dim, int block,
   float amax = 0.0f;
   for (int64_t i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(v[i]));
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  for (int off = 16; off > 0; off >>= 1)
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float s = fp8_act_scale(amax);
   for (int64_t i = lane; i < len; i += 32) v[i] = bf16r(round_e4m3(v[i] / s) * s);
 }
