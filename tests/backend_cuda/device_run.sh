@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device session for the CUDA backend (run from the repository root on the GPU machine, with
 # the bundle .devbin/bundle.tar.xz = stripped test_backend_cuda + deepinfer + their shared
-# libraries): the GPU tests (model, kernels, the engine's CUDA runner), score/generate and
+# libraries, made by `tools/device/bundle.sh .devbin/bundle.tar.xz SOURCE_DIR BUILD/src/cli/deepinfer
+# BUILD/tests/test_backend_cuda`): the GPU tests (model, kernels, the engine's CUDA runner), score/generate and
 # generate --batch with --device cuda against --device cpu on every fixture, `serve --device cuda`
 # (tests/cli/serve_cuda.sh), and the kernel timings. Logs go to $OUT.
 set -uo pipefail
