@@ -16,6 +16,29 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Top-p first sorts only this many best candidates, and more only when they carry < top_p.
 constexpr size_t kTopPHead = 1024;
 
+// The largest value, NaNs skipped (as std::max(max, x) from -inf skips them): eight running
+// maxima the compiler keeps in registers instead of one serial chain; max is exact, so the
+// order does not change the value (a ±0 tie only picks the zero's sign, and x - (±0) and
+// exp(±0) do not depend on it).
+float row_max(const float* r, size_t n) {
+  float m0 = kNegInf, m1 = kNegInf, m2 = kNegInf, m3 = kNegInf, m4 = kNegInf, m5 = kNegInf,
+        m6 = kNegInf, m7 = kNegInf;
+  const size_t whole = n - n % 8;
+  for (size_t i = 0; i < whole; i += 8) {
+    m0 = std::max(m0, r[i]);
+    m1 = std::max(m1, r[i + 1]);
+    m2 = std::max(m2, r[i + 2]);
+    m3 = std::max(m3, r[i + 3]);
+    m4 = std::max(m4, r[i + 4]);
+    m5 = std::max(m5, r[i + 5]);
+    m6 = std::max(m6, r[i + 6]);
+    m7 = std::max(m7, r[i + 7]);
+  }
+  for (size_t i = whole; i < n; ++i) m0 = std::max(m0, r[i]);
+  return std::max(std::max(std::max(m0, m1), std::max(m2, m3)),
+                  std::max(std::max(m4, m5), std::max(m6, m7)));
+}
+
 Error field_error(const char* field, const std::string& what) {
   return Error{std::string("sampling parameter '") + field + "' " + what};
 }
@@ -58,6 +81,8 @@ Sampler::Sampler(int32_t vocab_size)
     : vocab_size_(vocab_size),
       work_(vocab_size),
       candidates_(vocab_size),
+      probs_(vocab_size),
+      cumulative_(vocab_size),
       count_stamp_(vocab_size, 0),
       rep_stamp_(vocab_size, 0),
       counts_(vocab_size, 0) {}
@@ -127,45 +152,64 @@ void Sampler::fill_logprobs(std::span<const float> logits, int32_t token, int32_
 SampleResult Sampler::sample(std::span<const float> logits, const SampleContext& ctx) {
   const SamplingParams& p = ctx.params;
   SampleResult result;
-  std::copy(logits.begin(), logits.end(), work_.begin());
-  apply_bias_and_penalties(ctx);
-  if (!ctx.allowed.empty()) {
-    // Word at a time: all-allowed words are skipped, all-masked words filled.
-    for (int32_t base = 0; base < vocab_size_; base += 64) {
-      const uint64_t bits = ctx.allowed[static_cast<size_t>(base) >> 6];
-      if (bits == ~uint64_t{0}) continue;
-      const int32_t end = std::min(base + 64, vocab_size_);
-      if (bits == 0) {
-        std::fill(work_.begin() + base, work_.begin() + end, kNegInf);
-        continue;
+  const bool greedy = p.temperature < kGreedyEpsilon;
+  const float inv_t = greedy ? 1.0f : 1.0f / p.temperature;
+  // The row is read in place unless something rewrites it (x * 1 == x: temperature 1 does not).
+  const bool rewritten = !p.logit_bias.empty() || p.repetition_penalty != 1.0f ||
+                         p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
+                         !ctx.allowed.empty() || inv_t != 1.0f;
+  const float* w = logits.data();
+  if (rewritten) {
+    std::copy(logits.begin(), logits.end(), work_.begin());
+    apply_bias_and_penalties(ctx);
+    if (!ctx.allowed.empty()) {
+      // Word at a time: all-allowed words are skipped, all-masked words filled.
+      for (int32_t base = 0; base < vocab_size_; base += 64) {
+        const uint64_t bits = ctx.allowed[static_cast<size_t>(base) >> 6];
+        if (bits == ~uint64_t{0}) continue;
+        const int32_t end = std::min(base + 64, vocab_size_);
+        if (bits == 0) {
+          std::fill(work_.begin() + base, work_.begin() + end, kNegInf);
+          continue;
+        }
+        for (int32_t i = base; i < end; ++i)
+          if (!((bits >> (i - base)) & 1u)) work_[i] = kNegInf;
       }
-      for (int32_t i = base; i < end; ++i)
-        if (!((bits >> (i - base)) & 1u)) work_[i] = kNegInf;
     }
+    if (inv_t != 1.0f)
+      for (int32_t i = 0; i < vocab_size_; ++i) work_[i] *= inv_t;
+    w = work_.data();
   }
 
-  if (p.temperature < kGreedyEpsilon) {
+  if (greedy) {
     int32_t best = 0;
     for (int32_t i = 1; i < vocab_size_; ++i)
-      if (work_[i] > work_[best]) best = i;
+      if (w[i] > w[best]) best = i;
     result.token = best;
   } else {
-    const float inv_t = 1.0f / p.temperature;
-    float max = kNegInf;
-    for (int32_t i = 0; i < vocab_size_; ++i) {
-      work_[i] *= inv_t;
-      max = std::max(max, work_[i]);
-    }
+    const float max = row_max(w, static_cast<size_t>(vocab_size_));
     // min_p: p_i / p_max = exp(l_i - l_max).
     const float min_logit =
         p.min_p > 0.0f ? max + std::log(p.min_p) : -std::numeric_limits<float>::max();
+    // Without top-k / top-p the candidates keep id order: their exps are taken in the same
+    // pass (the inverse-CDF terms below), with no second pass gathering them by id.
+    const bool exps_in_order = !(p.top_k > 0) && !(p.top_p < 1.0f);
     size_t n = 0;
-    for (int32_t i = 0; i < vocab_size_; ++i)
-      if (work_[i] >= min_logit) candidates_[n++] = i;
-    if (n == 0) candidates_[n++] = 0;  // all -inf (fully biased away): fall back to id 0
-    auto better = [this](int32_t a, int32_t b) {
-      return work_[a] > work_[b] || (work_[a] == work_[b] && a < b);
-    };
+    if (exps_in_order) {
+      for (int32_t i = 0; i < vocab_size_; ++i)
+        if (w[i] >= min_logit) {
+          candidates_[n] = i;
+          probs_[n++] = std::exp(w[i] - max);
+        }
+    } else {
+      for (int32_t i = 0; i < vocab_size_; ++i)
+        if (w[i] >= min_logit) candidates_[n++] = i;
+    }
+    if (n == 0) {  // all -inf (fully biased away): fall back to id 0
+      candidates_[n++] = 0;
+      probs_[0] = std::exp(w[0] - max);
+    }
+    auto better = [w](int32_t a, int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); };
     auto first = candidates_.begin();
     bool sorted = false;
     if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) {
@@ -176,7 +220,7 @@ SampleResult Sampler::sample(std::span<const float> logits, const SampleContext&
     }
     if (p.top_p < 1.0f) {
       double total = 0.0;
-      for (size_t k = 0; k < n; ++k) total += std::exp(work_[candidates_[k]] - max);
+      for (size_t k = 0; k < n; ++k) total += std::exp(w[candidates_[k]] - max);
       const double target = static_cast<double>(p.top_p) * total;
       // Sort only as far as needed: the best kTopPHead, then 4x more each time the sorted
       // head carries less than top_p of the mass.
@@ -189,23 +233,27 @@ SampleResult Sampler::sample(std::span<const float> logits, const SampleContext&
           sorted_end = head;
         }
         while (keep < sorted_end && before < target)
-          before += std::exp(work_[candidates_[keep++]] - max);
+          before += std::exp(w[candidates_[keep++]] - max);
         if (before >= target || sorted_end == n) break;
       }
       n = std::max<size_t>(keep, 1);
     }
+    // Inverse CDF: each exp once (independent calls), then the running sums in candidate
+    // order; the first running sum above the target (a binary search: the sums never decrease)
+    // is the token a linear scan adding the same terms in the same order would stop at.
+    if (!exps_in_order)
+      for (size_t k = 0; k < n; ++k) probs_[k] = std::exp(w[candidates_[k]] - max);
     double total = 0.0;
-    for (size_t k = 0; k < n; ++k) total += std::exp(work_[candidates_[k]] - max);
-    const double target = philox_uniform(ctx.seed, ctx.output.size()) * total;
-    double cumulative = 0.0;
-    result.token = candidates_[n - 1];
     for (size_t k = 0; k < n; ++k) {
-      cumulative += std::exp(work_[candidates_[k]] - max);
-      if (cumulative > target) {
-        result.token = candidates_[k];
-        break;
-      }
+      total += probs_[k];
+      cumulative_[k] = total;
     }
+    const double target = philox_uniform(ctx.seed, ctx.output.size()) * total;
+    const auto hit = std::upper_bound(cumulative_.begin(),
+                                      cumulative_.begin() + static_cast<ptrdiff_t>(n), target);
+    result.token = hit == cumulative_.begin() + static_cast<ptrdiff_t>(n)
+                       ? candidates_[n - 1]
+                       : candidates_[static_cast<size_t>(hit - cumulative_.begin())];
   }
   if (p.logprobs) fill_logprobs(logits, result.token, p.top_logprobs, result);
   return result;

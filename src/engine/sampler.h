@@ -52,6 +52,8 @@ class Sampler {
   int32_t vocab_size_;
   std::vector<float> work_;          // processed logits
   std::vector<int32_t> candidates_;  // surviving token ids
+  std::vector<float> probs_;         // exp(logit - max) per candidate
+  std::vector<double> cumulative_;   // running sums of probs_ (the inverse-CDF draw)
   std::vector<uint32_t> count_stamp_, rep_stamp_;
   std::vector<int32_t> counts_;
   uint32_t epoch_ = 0;
