@@ -4,6 +4,9 @@
 // weights and FP4 experts with random codes: the attention and MoE sublayers for one decode token
 // after a 1024-token prefill, and the weight bytes that token reads (its roofline).
 // The 384 expert views share 6 distinct buffers (the routing is real; 6 experts are active).
+// Decode batches: B sequences after prefills of different lengths, one decode token each, as B
+// one-sequence steps (per sequence, the runner's old path) or one step of B segments (batched:
+// the weight products run once per GEMV run of at most 11 rows).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -32,7 +35,10 @@ struct Slice {
   model::RopeTable main_rope, compress_rope;
   std::unique_ptr<cpu::ThreadPool> pool;
   V41Workspace ws;
-  std::vector<V41LayerState> st;
+  std::deque<V41State> st;  // one per sequence
+  std::vector<V41Segment> segs;
+  std::vector<int64_t> seg_rows, row_pos;
+  std::vector<int32_t> row_seg;
   std::mt19937 rng{7};
   double bytes_per_token = 0;
 
@@ -123,7 +129,6 @@ struct Slice {
     compress_rope = model::make_rope_table(cfg.compress_rope, 64);
     pool = std::make_unique<cpu::ThreadPool>(
         static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    st.resize(1);
     // Bytes one decode token reads: FP8 attention + indexer q + shared (1 B per weight + scales),
     // wo_a as fp32 values, fp32 compressor / indexer / gate stand-ins, 6 FP4 experts (0.5 B).
     bytes_per_token =
@@ -132,10 +137,32 @@ struct Slice {
         6 * 3 * inter * d * 0.5;
   }
 
-  void run(int64_t n, int64_t pos0, const float* x, float* y) {
-    V41Chunk ch{cfg, pool.get(), ws, main_rope, compress_rope, n, pos0};
-    v41_attention(ch, 0, w, st, x, y);
+  void reset(size_t n_seqs) {
+    st.clear();
+    for (size_t i = 0; i < n_seqs; ++i) st.emplace_back().layers.resize(1);
+  }
+  // One step: n[i] rows of sequence first + i (from its position), stacked.
+  void run(size_t first, std::span<const int64_t> n, const float* x, float* y) {
+    segs.clear();
+    seg_rows.clear();
+    row_pos.clear();
+    row_seg.clear();
+    int64_t rows = 0;
+    for (size_t i = 0; i < n.size(); ++i) {
+      V41State& s = st[first + i];
+      segs.push_back({&s, rows, n[i], s.position});
+      seg_rows.push_back(n[i]);
+      for (int64_t t = 0; t < n[i]; ++t) {
+        row_pos.push_back(s.position + t);
+        row_seg.push_back(static_cast<int32_t>(i));
+      }
+      rows += n[i];
+    }
+    V41Chunk ch{cfg,  pool.get(), ws,       main_rope,      compress_rope,
+                rows, segs,       seg_rows, row_seg.data(), row_pos.data()};
+    v41_attention(ch, 0, w, x, y);
     v41_moe(ch, w, x, y);
+    for (size_t i = 0; i < n.size(); ++i) st[first + i].position += n[i];
   }
 };
 
@@ -152,11 +179,11 @@ void BM_V41FlashSliceDecode(benchmark::State& state) {
   std::vector<float> x(static_cast<size_t>(ctx * d)), y(static_cast<size_t>(ctx * d));
   std::normal_distribution<float> n(0.0f, 1.0f);
   for (auto& v : x) v = n(s.rng);
-  s.st.assign(1, V41LayerState{});
-  s.run(ctx, 0, x.data(), y.data());  // prefill: fills the window, compressed entries, index keys
-  int64_t pos = ctx;
+  s.reset(1);
+  const int64_t one = 1;
+  s.run(0, std::span(&ctx, 1), x.data(), y.data());  // prefill: window, compressed entries, keys
   for (auto _ : state) {
-    s.run(1, pos++, x.data(), y.data());
+    s.run(0, std::span(&one, 1), x.data(), y.data());
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["tok/s"] =
@@ -170,6 +197,45 @@ BENCHMARK(BM_V41FlashSliceDecode)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(8);
+
+// B sequences after prefills of 128 + 5·(i mod 8) tokens; one decode token each per iteration, per
+// sequence (range(1) = 0) or batched (1).
+void BM_V41FlashSliceDecodeBatch(benchmark::State& state) {
+  static Slice s;
+  const auto B = static_cast<size_t>(state.range(0));
+  const bool batched = state.range(1) != 0;
+  const int64_t d = 5120;
+  std::vector<float> x(static_cast<size_t>(192 * d)), y(static_cast<size_t>(192 * d));
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (auto& v : x) v = n(s.rng);
+  s.reset(B);
+  for (size_t i = 0; i < B; ++i) {
+    const int64_t ctx = 128 + 5 * static_cast<int64_t>(i % 8);
+    s.run(i, std::span(&ctx, 1), x.data(), y.data());
+  }
+  const std::vector<int64_t> ones(B, 1);
+  for (auto _ : state) {
+    if (batched) {
+      s.run(0, ones, x.data(), y.data());
+    } else {
+      for (size_t i = 0; i < B; ++i) s.run(i, std::span(ones.data(), 1), x.data(), y.data());
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * B), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_V41FlashSliceDecodeBatch)
+    ->ArgNames({"B", "batched"})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({8, 0})
+    ->Args({8, 1})
+    ->Args({32, 0})
+    ->Args({32, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(10);
 
 }  // namespace
 BENCHMARK_MAIN();

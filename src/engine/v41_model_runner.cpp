@@ -165,6 +165,10 @@ Status V41ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<
   }
   if (logits.size() < row * static_cast<size_t>(vocab))
     return Error{"v41 runner: the logits buffer is too small"};
+  // Each sequence's prompt pieces run alone (positions up to the next block boundary); then
+  // rounds of the single-token pieces (generated positions) of every sequence that has one left,
+  // one forward_batch each: each piece's logits and state equal those of running it alone.
+  next_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const RunnerSequence& seq = batch[i];
     V41State& state = slots_[seq.slot];
@@ -182,10 +186,10 @@ Status V41ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<
     }
     state.bind_table(seq.block_table);
     const int32_t end = seq.start + static_cast<int32_t>(seq.tokens.size());
-    for (int32_t p = seq.start; p < end;) {
-      int32_t piece_end = p + 1;
-      if (p < seq.num_prompt)
-        piece_end = std::min({end, seq.num_prompt, (p / block_size_ + 1) * block_size_});
+    int32_t p = seq.start;
+    for (; p < end && p < seq.num_prompt;) {
+      const int32_t piece_end =
+          std::min({end, seq.num_prompt, (p / block_size_ + 1) * block_size_});
       const bool want = piece_end == end && seq.want_logits;
       const int64_t last = piece_end - p - 1;
       if (Status s = model_.forward(
@@ -199,6 +203,32 @@ Status V41ModelRunner::execute(std::span<const RunnerSequence> batch, std::span<
       p = piece_end;
       if (caching_ && p % block_size_ == 0)
         save(state, snapshots_by_block_[static_cast<size_t>(seq.block_table[p / block_size_ - 1])]);
+    }
+    next_[i] = p;
+  }
+  static constexpr int64_t kLastRow = 0;
+  for (;;) {
+    decode_.clear();
+    decode_seq_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const RunnerSequence& seq = batch[i];
+      const int32_t p = next_[i], end = seq.start + static_cast<int32_t>(seq.tokens.size());
+      if (p >= end) continue;
+      const bool want = p + 1 == end && seq.want_logits;
+      decode_.push_back(
+          {&slots_[seq.slot], seq.tokens.subspan(static_cast<size_t>(p - seq.start), 1),
+           want ? std::span<const int64_t>(&kLastRow, 1) : std::span<const int64_t>(),
+           want ? logits.data() + logits_row_[i] * static_cast<size_t>(vocab) : nullptr});
+      decode_seq_.push_back(i);
+    }
+    if (decode_.empty()) break;
+    if (Status s = model_.forward_batch(decode_); !s.ok()) return s;
+    for (size_t i : decode_seq_) {
+      const RunnerSequence& seq = batch[i];
+      const int32_t p = ++next_[i];
+      if (caching_ && p % block_size_ == 0)
+        save(slots_[seq.slot],
+             snapshots_by_block_[static_cast<size_t>(seq.block_table[p / block_size_ - 1])]);
     }
   }
   return Status::Ok();

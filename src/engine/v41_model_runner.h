@@ -5,10 +5,12 @@
 // state slot holds the bounded state the forward works on (window rings, compressor tails, recent
 // ids). Exact prefix caching keeps one snapshot per block end with the rings packed as FP8
 // (e4m3 + UE8M0 per 32) — every stored value already lies on its grid, so all of it is lossless.
-// The V4.1 forward runs one sequence at a time: a step's sequences run one after another, each in
-// the same pieces whatever the batch or the scheduler's chunking (prompt positions up to the next
-// block boundary, generated positions one at a time), so a request's logits do not depend on its
-// neighbours, on prefix hits or on preemption.
+// Every sequence runs in the same pieces whatever the batch or the scheduler's chunking (prompt
+// positions up to the next block boundary, alone; generated positions one at a time), so a
+// request's logits do not depend on its neighbours, on prefix hits or on preemption: the
+// single-token pieces of a step's sequences run together, one V41Model::forward_batch per round
+// (each weight read once per GEMV run of the batch), whose rows equal those of running alone,
+// bitwise.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +63,9 @@ class V41ModelRunner : public ModelRunner {
   std::vector<model::v41::V41State> slots_;
   std::vector<Snapshot> snapshots_by_block_;
   std::vector<size_t> logits_row_;
+  std::vector<int32_t> next_;  // per step sequence: its next position to run
+  std::vector<model::v41::V41BatchSequence> decode_;
+  std::vector<size_t> decode_seq_;
 };
 
 }  // namespace deepinfer::engine

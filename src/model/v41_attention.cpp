@@ -71,29 +71,24 @@ int select_topk(const float* scores, int n, int k, int32_t* picks, std::vector<i
   return k;
 }
 
-// The kv source's compressor over this chunk: appends every entry that closes in the chunk (index
-// keys first, from the pre-RoPE latent, when the source owns them), then the RoPE'd, FP4-QAT
-// compressed entry.
-void run_compressor(V41Chunk& ch, int layer, const V41BlockWeights& w, V41LayerState& st,
-                    const float* x) {
+// The kv source's compressor over one segment's chunk (its projections a, g: rows of the step at
+// the segment's first row): appends every entry that closes in the chunk (index keys first, from
+// the pre-RoPE latent, when the source owns them), then the RoPE'd, FP4-QAT compressed entry.
+void run_compressor(V41Chunk& ch, int layer, const V41BlockWeights& w, const V41Segment& sg,
+                    V41LayerState& st, const float* a, const float* g) {
   const V41Config& c = ch.c;
   const int r = c.ratio(layer), D = c.head_dim, R = c.rope_dim, Di = c.index_head_dim;
   const bool keys = c.is_index_source(layer);
-  const int64_t n = ch.n;
-  float* a = ch.ws.get(8, static_cast<size_t>(n * D));
-  float* g = ch.ws.get(9, static_cast<size_t>(n * D));
   float* lat = ch.ws.get(10, static_cast<size_t>(D));
   float* kbuf = ch.ws.get(11, static_cast<size_t>(Di));
-  v41_linear(ch, x, n, w.comp_wkv, a, r == 1);
-  if (r > 1) v41_linear(ch, x, n, w.comp_wgate, g, false);
   if (st.compressed.dim == 0) init_v41_store(st.compressed, EntryFormat::F32, D, r);
   if (keys && st.index_keys.dim == 0) init_v41_store(st.index_keys, EntryFormat::F32, Di, r);
   if (r > 1 && st.tail_kv.empty()) {
     st.tail_kv.assign(static_cast<size_t>(r * D), 0.0f);
     st.tail_score.assign(static_cast<size_t>(r * D), kNegInf);
   }
-  for (int64_t t = 0; t < n; ++t) {
-    const int64_t p = ch.pos0 + t;
+  for (int64_t t = 0; t < sg.n; ++t) {
+    const int64_t p = sg.pos0 + t;
     if (r == 1) {
       v41_rms_norm(a + t * D, 1, D, w.comp_norm.data(), c.rms_eps, lat);
     } else {
@@ -132,22 +127,17 @@ void run_compressor(V41Chunk& ch, int layer, const V41BlockWeights& w, V41LayerS
   }
 }
 
-// The indexer of an index source: picks per query row into ws.topk (stride index_topk), and the
-// candidate blocks when this is the candidate source.
-void run_indexer(V41Chunk& ch, int layer, const V41BlockWeights& w, const V41LayerState& key_st,
-                 const float* x, const float* qr) {
+// The indexer of an index source over segment si: picks per query row into ws.topk (stride
+// index_topk, rows of the step), and the candidate blocks when this is the candidate source.
+// q [seg n, Hi·Di] and wts [seg n, Hi] are the segment's rows of the step's projections.
+void run_indexer(V41Chunk& ch, int layer, size_t si, const V41LayerState& key_st, float* q,
+                 const float* wts) {
   const V41Config& c = ch.c;
+  const V41Segment& sg = ch.segs[si];
   const int r = c.ratio(layer), Hi = c.index_n_heads, Di = c.index_head_dim, R = c.rope_dim;
   const int K = c.index_topk;
-  const int64_t n = ch.n;
-  float* q = ch.ws.get(12, static_cast<size_t>(n * Hi * Di));
-  float* wts = ch.ws.get(13, static_cast<size_t>(n * Hi));
-  v41_linear(ch, qr, n, w.idx_wq_b, q, true);
-  v41_linear(ch, x, n, w.idx_weights_proj, wts, true);
-  const float wscale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) *
-                                          std::pow(static_cast<double>(Hi), -0.5));
-  for (int64_t i = 0; i < n * Hi; ++i) wts[i] = cpu::round_bf16(wts[i] * wscale);
-  const int64_t max_vis = (ch.pos0 + n) / r;
+  const int64_t n = sg.n;
+  const int64_t max_vis = (sg.pos0 + n) / r;
   float* scores = ch.ws.get(14, static_cast<size_t>(std::max<int64_t>(max_vis, 1)));
   // The keys as contiguous floats: owned fp32 rows in place, else decoded once per chunk.
   const EntryStore& ks = key_st.index_keys;
@@ -160,20 +150,21 @@ void run_indexer(V41Chunk& ch, int layer, const V41BlockWeights& w, const V41Lay
     keys = kd;
   }
   const bool source = layer == c.candidate_source_layer;
-  const bool filtered = c.uses_candidates(layer);
+  const bool filtered = c.uses_candidates(layer) && ch.ws.candidate_off.size() == ch.segs.size();
   const int bs = std::max(c.candidate_block_size, 1);
   const int64_t n_blocks = (max_vis + bs - 1) / bs;
-  if (source) {
-    ch.ws.candidate_stride = std::max<int64_t>(n_blocks, 1);
-    ch.ws.candidates.assign(static_cast<size_t>(n * ch.ws.candidate_stride), 0);
+  uint8_t* cand = nullptr;
+  int64_t stride = 0;
+  if (source || filtered) {
+    cand = ch.ws.candidates.data() + ch.ws.candidate_off[si];
+    stride = ch.ws.candidate_stride[si];
   }
-  ch.ws.topk.assign(static_cast<size_t>(n * K), -1);
   float* bscore = ch.ws.get(15, static_cast<size_t>(std::max<int64_t>(n_blocks, 1)));
   std::vector<int32_t>& block_picks = ch.ws.block_picks;
   if (block_picks.size() < static_cast<size_t>(std::max<int64_t>(n_blocks, 1)))
     block_picks.resize(static_cast<size_t>(std::max<int64_t>(n_blocks, 1)));
   for (int64_t t = 0; t < n; ++t) {
-    const int64_t p = ch.pos0 + t;
+    const int64_t p = sg.pos0 + t;
     float* qt = q + t * Hi * Di;
     v41_rope(ch.compress_rope, qt, Hi, Di, R, p, false);
     cpu::fp4_act_quant_inplace(qt, static_cast<int64_t>(Hi) * Di, 32);
@@ -192,15 +183,13 @@ void run_indexer(V41Chunk& ch, int layer, const V41BlockWeights& w, const V41Lay
       int32_t* picks = block_picks.data();
       const int kb = select_topk(bscore, nb, c.candidate_topk_blocks, picks, ch.ws.order);
       for (int i = 0; i < kb; ++i)
-        if (bscore[picks[i]] > kNegInf)
-          ch.ws.candidates[static_cast<size_t>(t * ch.ws.candidate_stride + picks[i])] = 1;
+        if (bscore[picks[i]] > kNegInf) cand[t * stride + picks[i]] = 1;
     }
-    if (filtered && !ch.ws.candidates.empty()) {
+    if (filtered) {
       for (int j = 0; j < nvis; ++j)
-        if (!ch.ws.candidates[static_cast<size_t>(t * ch.ws.candidate_stride + j / bs)])
-          scores[j] = kNegInf;
+        if (!cand[t * stride + j / bs]) scores[j] = kNegInf;
     }
-    select_topk(scores, nvis, K, ch.ws.topk.data() + t * K, ch.ws.order);
+    select_topk(scores, nvis, K, ch.ws.topk.data() + (sg.row0 + t) * K, ch.ws.order);
   }
 }
 
@@ -230,63 +219,101 @@ void init_v41_store(EntryStore& s, EntryFormat format, int dim, int ratio) {
   s.row_bytes = entry_row_bytes(format, dim, 0);
 }
 
-void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
-                   std::vector<V41LayerState>& st, const float* x, float* y) {
+void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w, const float* x, float* y) {
   const V41Config& c = ch.c;
-  const int64_t n = ch.n, d = c.hidden_size;
+  const int64_t n = ch.n;
   const int H = c.n_heads, D = c.head_dim, R = c.rope_dim, win = c.sliding_window;
   const int r = c.ratio(layer);
   const RopeTable& rope = r > 0 ? ch.compress_rope : ch.main_rope;
-  V41LayerState& ls = st[static_cast<size_t>(layer)];
-  if (ls.ring.empty()) ls.ring.assign(static_cast<size_t>(win * D), 0.0f);
+  for (const V41Segment& sg : ch.segs) {
+    V41LayerState& ls = sg.state->layers[static_cast<size_t>(layer)];
+    if (ls.ring.empty()) ls.ring.assign(static_cast<size_t>(win * D), 0.0f);
+  }
 
   float* qr = ch.ws.get(17, static_cast<size_t>(n * c.q_lora_rank));
   float* q = ch.ws.get(18, static_cast<size_t>(n * H * D));
   float* kv = ch.ws.get(19, static_cast<size_t>(n * D));
-  v41_linear(ch, x, n, w.wq_a, qr, true);
+  v41_linear_rows(ch, x, ch.seg_rows, w.wq_a, qr, true);
   v41_rms_norm(qr, n, c.q_lora_rank, w.q_norm.data(), c.rms_eps, qr);
-  v41_linear(ch, qr, n, w.wq_b, q, true);
-  v41_linear(ch, x, n, w.wkv, kv, true);
+  v41_linear_rows(ch, qr, ch.seg_rows, w.wq_b, q, true);
+  v41_linear_rows(ch, x, ch.seg_rows, w.wkv, kv, true);
   v41_rms_norm(kv, n, D, w.kv_norm.data(), c.rms_eps, kv);
   for (int64_t t = 0; t < n; ++t) {
-    v41_rope(rope, q + t * H * D, H, D, R, ch.pos0 + t, false);
-    v41_rope(rope, kv + t * D, 1, D, R, ch.pos0 + t, false);
+    v41_rope(rope, q + t * H * D, H, D, R, ch.row_pos[t], false);
+    v41_rope(rope, kv + t * D, 1, D, R, ch.row_pos[t], false);
     cpu::fp8_act_quant_inplace(kv + t * D, D, 32);
   }
 
   // Compressed entries and the picks of the latest index source.
-  const V41LayerState* src = nullptr;
   if (r > 0) {
     const int ks = c.kv_source_of[static_cast<size_t>(layer)];
-    if (ks == layer) run_compressor(ch, layer, w, ls, x);
-    src = &st[static_cast<size_t>(ks)];
+    if (ks == layer) {
+      float* a = ch.ws.get(8, static_cast<size_t>(n * D));
+      float* g = ch.ws.get(9, static_cast<size_t>(n * D));
+      v41_linear_rows(ch, x, ch.seg_rows, w.comp_wkv, a, r == 1);
+      if (r > 1) v41_linear_rows(ch, x, ch.seg_rows, w.comp_wgate, g, false);
+      for (const V41Segment& sg : ch.segs)
+        run_compressor(ch, layer, w, sg, sg.state->layers[static_cast<size_t>(layer)],
+                       a + sg.row0 * D, g + sg.row0 * D);
+    }
     if (c.is_index_source(layer)) {
       const int key = c.index_key_source_of[static_cast<size_t>(layer)];
-      run_indexer(ch, layer, w, st[static_cast<size_t>(key)], x, qr);
+      const int Hi = c.index_n_heads, Di = c.index_head_dim, K = c.index_topk;
+      float* iq = ch.ws.get(12, static_cast<size_t>(n * Hi * Di));
+      float* wts = ch.ws.get(13, static_cast<size_t>(n * Hi));
+      v41_linear_rows(ch, qr, ch.seg_rows, w.idx_wq_b, iq, true);
+      v41_linear_rows(ch, x, ch.seg_rows, w.idx_weights_proj, wts, true);
+      const float wscale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) *
+                                              std::pow(static_cast<double>(Hi), -0.5));
+      for (int64_t i = 0; i < n * Hi; ++i) wts[i] = cpu::round_bf16(wts[i] * wscale);
+      ch.ws.topk.assign(static_cast<size_t>(n * K), -1);
+      if (layer == c.candidate_source_layer) {  // per segment: [seg n, its block count]
+        const int bs = std::max(c.candidate_block_size, 1);
+        ch.ws.candidate_off.clear();
+        ch.ws.candidate_stride.clear();
+        int64_t total = 0;
+        for (const V41Segment& sg : ch.segs) {
+          const int64_t n_blocks = ((sg.pos0 + sg.n) / r + bs - 1) / bs;
+          ch.ws.candidate_off.push_back(total);
+          ch.ws.candidate_stride.push_back(std::max<int64_t>(n_blocks, 1));
+          total += sg.n * ch.ws.candidate_stride.back();
+        }
+        ch.ws.candidates.assign(static_cast<size_t>(total), 0);
+      }
+      for (size_t si = 0; si < ch.segs.size(); ++si) {
+        const V41Segment& sg = ch.segs[si];
+        run_indexer(ch, layer, si, sg.state->layers[static_cast<size_t>(key)],
+                    iq + sg.row0 * Hi * Di, wts + sg.row0 * Hi);
+      }
     }
   }
 
   const int K = r > 0 ? c.index_topk : 0;
-  const int64_t W0 = ch.pos0 == 0 ? std::min<int64_t>(n, win) : win;
-  const int64_t n_slots = W0 + K;
   float* o = ch.ws.get(20, static_cast<size_t>(n * H * D));
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const int ks = r > 0 ? c.kv_source_of[static_cast<size_t>(layer)] : -1;
   cpu::parallel_for(ch.pool, n, 1, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<const float*> slots;
     thread_local std::vector<float> acc, picked;  // picked: decoded packed entries [K, D]
-    slots.resize(static_cast<size_t>(n_slots));
     acc.resize(static_cast<size_t>(D));
-    if (src && src->compressed.format != EntryFormat::F32)
-      picked.resize(static_cast<size_t>(K) * static_cast<size_t>(D));
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t p = ch.pos0 + t;
+      const V41Segment& sg = ch.segs[static_cast<size_t>(ch.row_seg[t])];
+      const V41LayerState& ls = sg.state->layers[static_cast<size_t>(layer)];
+      const V41LayerState* src = ks >= 0 ? &sg.state->layers[static_cast<size_t>(ks)] : nullptr;
+      const int64_t W0 = sg.pos0 == 0 ? std::min<int64_t>(sg.n, win) : win;
+      const int64_t n_slots = W0 + K;
+      const float* kv0 = kv + sg.row0 * D;  // the segment's window rows
+      slots.resize(static_cast<size_t>(n_slots));
+      if (src && src->compressed.format != EntryFormat::F32)
+        picked.resize(static_cast<size_t>(K) * static_cast<size_t>(D));
+      const int64_t p = ch.row_pos[t];
       const int64_t first = std::max<int64_t>(0, p - win + 1), count = p - first + 1;
       std::fill(slots.begin(), slots.end(), nullptr);
-      const int64_t base = ch.pos0 == 0 ? 0 : W0 - count;  // decode lists the empty slots first
+      const int64_t base = sg.pos0 == 0 ? 0 : W0 - count;  // decode lists the empty slots first
       for (int64_t i = 0; i < count; ++i) {
         const int64_t qpos = first + i;
         slots[static_cast<size_t>(base + i)] =
-            qpos >= ch.pos0 ? kv + (qpos - ch.pos0) * D : ls.ring.data() + (qpos % win) * D;
+            qpos >= sg.pos0 ? kv0 + (qpos - sg.pos0) * D : ls.ring.data() + (qpos % win) * D;
       }
       if (r > 0) {
         const int32_t* picks = ch.ws.topk.data() + t * K;
@@ -301,25 +328,27 @@ void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
     }
   });
   // The ring keeps the last `win` rows, written after every query of the chunk has attended.
-  for (int64_t t = std::max<int64_t>(0, n - win); t < n; ++t)
-    std::memcpy(ls.ring.data() + ((ch.pos0 + t) % win) * D, kv + t * D,
-                sizeof(float) * static_cast<size_t>(D));
+  for (const V41Segment& sg : ch.segs) {
+    V41LayerState& ls = sg.state->layers[static_cast<size_t>(layer)];
+    for (int64_t t = std::max<int64_t>(0, sg.n - win); t < sg.n; ++t)
+      std::memcpy(ls.ring.data() + ((sg.pos0 + t) % win) * D, kv + (sg.row0 + t) * D,
+                  sizeof(float) * static_cast<size_t>(D));
+  }
 
-  // Output: inverse RoPE, grouped wo_a (bf16 einsum), wo_b.
+  // Output: inverse RoPE, grouped wo_a (bf16 einsum; each weight row read once for all rows of
+  // the step, the same dot per row), wo_b.
   const int G = c.o_groups, gin = H * D / G, orank = c.o_lora_rank;
   float* z = ch.ws.get(21, static_cast<size_t>(n * G * orank));
-  for (int64_t t = 0; t < n; ++t) {
-    v41_rope(rope, o + t * H * D, H, D, R, ch.pos0 + t, true);
-    for (int g = 0; g < G; ++g) {
-      const float* u = o + t * H * D + g * gin;
-      for (int k = 0; k < orank; ++k) {
-        const float* wr = w.wo_a.data() + (static_cast<int64_t>(g) * orank + k) * gin;
-        z[(t * G + g) * orank + k] = cpu::round_bf16(cpu::dot(u, wr, gin));
-      }
+  for (int64_t t = 0; t < n; ++t) v41_rope(rope, o + t * H * D, H, D, R, ch.row_pos[t], true);
+  cpu::parallel_for(ch.pool, static_cast<int64_t>(G) * orank, 16, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t g = i / orank, k = i % orank;
+      const float* wr = w.wo_a.data() + i * gin;
+      for (int64_t t = 0; t < n; ++t)
+        z[(t * G + g) * orank + k] = cpu::round_bf16(cpu::dot(o + t * H * D + g * gin, wr, gin));
     }
-  }
-  v41_linear(ch, z, n, w.wo_b, y, true);
-  (void)d;
+  });
+  v41_linear_rows(ch, z, ch.seg_rows, w.wo_b, y, true);
 }
 
 }  // namespace deepinfer::model::v41

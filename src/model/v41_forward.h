@@ -1,30 +1,65 @@
-// Internal to the V4.1 forward: the chunk context (n tokens from position pos0), the scratch the
-// sublayers share, and the sublayer entry points (v41_attention.cpp: window + compressed attention,
-// compressor, indexer with candidate blocks; v41_model.cpp: mHC, MoE, the driver). Every buffer
-// holds bf16 values in fp32 unless a comment says fp32.
+// Internal to the V4.1 forward: the step context (the chunks of one or more sequences stacked as
+// segments of rows), the scratch the sublayers share, and the sublayer entry points
+// (v41_attention.cpp: window + compressed attention, compressor, indexer with candidate blocks;
+// v41_model.cpp: mHC, MoE, the driver). Row-wise work and the weight products run
+// over all rows at once, the attention state work per segment. Every buffer holds bf16 values in
+// fp32 unless a comment says fp32.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/weight_view.h"
 #include "model/rope.h"
 #include "model/v41_config.h"
+#include "model/v41_engram.h"
 #include "model/v41_model.h"
 #include "model/v41_weights.h"
 
 namespace deepinfer::model::v41 {
 
-// Scratch that grows once to the largest chunk and is then reused.
+// One sequence's chunk inside the step: rows [row0, row0 + n) at positions [pos0, pos0 + n).
+struct V41Segment {
+  V41State* state = nullptr;
+  int64_t row0 = 0, n = 0, pos0 = 0;
+};
+
+// One requested logits row: step row `row`, written to `out` (vocab floats).
+struct V41LogitRow {
+  int64_t row = 0;
+  float* out = nullptr;
+};
+
+// The Engram parts of a model that has Engram layers (loaded once) and their scratch.
+struct V41EngramParts {
+  EngramConfig config;
+  EngramLayout layout;
+  std::vector<EngramWeights> weights;  // per Engram layer, in layout order
+  EngramScratch scratch;
+  EngramHistory history;  // one sequence's, rebuilt from its recent ids per chunk
+};
+
+// Scratch that grows once to the largest step and is then reused.
 struct V41Workspace {
   std::vector<float> f[32];
-  std::vector<int32_t> topk;        // [n, index_topk] picks of the latest index source (−1 pad)
-  std::vector<uint8_t> candidates;  // [n, blocks] kept candidate blocks of this chunk
-  int64_t candidate_stride = 0;
+  std::vector<int32_t> topk;  // [n, index_topk] picks of the latest index source (−1 pad)
+  // Kept candidate blocks of this step: segment s at candidate_off[s], [seg n,
+  // candidate_stride[s]].
+  std::vector<uint8_t> candidates;
+  std::vector<int64_t> candidate_off, candidate_stride;
   std::vector<float> xq;  // FP8-quantized GEMM inputs
   std::vector<float> route_weights;
   std::vector<int32_t> order, block_picks;
+  std::vector<int64_t> run_rows;  // per-segment row counts of a gathered product (MoE experts)
+  // The step being run (driver): segments, their row counts, stacked ids, rows' segment and
+  // position, logits rows, Engram rows.
+  std::vector<V41Segment> segs;
+  std::vector<int64_t> seg_rows, row_pos, engram_rows;
+  std::vector<int32_t> step_ids, row_seg;
+  std::vector<V41LogitRow> logit_rows;
+  std::vector<int64_t> head_rows;
   float* get(int slot, size_t n) {
     std::vector<float>& v = f[slot];
     if (v.size() < n) v.resize(n);
@@ -38,14 +73,52 @@ struct V41Chunk {
   V41Workspace& ws;
   const RopeTable& main_rope;
   const RopeTable& compress_rope;
-  int64_t n;
-  int64_t pos0;
+  int64_t n;                          // rows of the step (all segments)
+  std::span<const V41Segment> segs;   // in row order
+  std::span<const int64_t> seg_rows;  // segs[i].n
+  const int32_t* row_seg;             // [n] segment of each row
+  const int64_t* row_pos;             // [n] absolute position of each row
 };
+
+// Rows per product below which cpu::linear runs its GEMV kernels, whose per-row reduction order
+// does not depend on the row count (from 12 rows on it switches to sgemm paths; backend/cpu).
+inline constexpr int64_t kV41GemvMaxRows = 11;
+
+// Calls fn(row0, rows) over the rows of segments of seg_rows[i] rows each: a segment of more than
+// kV41GemvMaxRows rows alone (the call its rows get when the sequence runs alone), the smaller
+// ones packed into calls of at most kV41GemvMaxRows rows, so a row-wise product over the runs
+// gives every row the bits it gets alone, whatever the rest of the batch.
+template <class F>
+void for_each_run(std::span<const int64_t> seg_rows, F&& fn) {
+  int64_t run0 = 0, run = 0, row = 0;
+  for (int64_t r : seg_rows) {
+    if (r > kV41GemvMaxRows) {
+      if (run > 0) fn(run0, run);
+      run = 0;
+      fn(row, r);
+    } else if (r > 0) {
+      if (run + r > kV41GemvMaxRows) {
+        fn(run0, run);
+        run = 0;
+      }
+      if (run == 0) run0 = row;
+      run += r;
+    }
+    row += r;
+  }
+  if (run > 0) fn(run0, run);
+}
 
 // y = x·Wᵀ with the reference's rounding: quantized weights take FP8 inputs per 32 and give bf16;
 // BF16 weights give bf16 (bf16_out) or fp32 (fp32 parameters, e.g. the ratio-2 compressor).
 void v41_linear(V41Chunk& ch, const float* x, int64_t rows, const cpu::WeightView& w, float* y,
                 bool bf16_out);
+// The same over rows stacked by segment (seg_rows[i] rows each), batch-invariant (for_each_run).
+void v41_linear_rows(V41Chunk& ch, const float* x, std::span<const int64_t> seg_rows,
+                     const cpu::WeightView& w, float* y, bool bf16_out);
+// Plain cpu::linear (fp32 out) over the runs of seg_rows.
+void v41_plain_rows(V41Chunk& ch, const float* x, std::span<const int64_t> seg_rows,
+                    const cpu::WeightView& w, float* y);
 // RMSNorm in fp32 (weight applied in fp32), result rounded to bf16.
 void v41_rms_norm(const float* x, int64_t rows, int64_t dim, const float* w, double eps, float* y);
 // Rotates the trailing rope_dim values of each of `rows` vectors of width `dim` at `position`
@@ -53,10 +126,9 @@ void v41_rms_norm(const float* x, int64_t rows, int64_t dim, const float* w, dou
 void v41_rope(const RopeTable& t, float* x, int64_t rows, int dim, int rope_dim, int64_t position,
               bool inverse);
 
-// Attention sublayer of `layer` on x [n, d] → y [n, d]; reads/writes the layer's state and the
-// state of its kv source. Scratch slots 8..21.
-void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w,
-                   std::vector<V41LayerState>& st, const float* x, float* y);
+// Attention sublayer of `layer` on x [n, d] → y [n, d]; reads/writes each segment's layer state
+// and the state of its kv source. Scratch slots 8..21.
+void v41_attention(V41Chunk& ch, int layer, const V41BlockWeights& w, const float* x, float* y);
 
 // MoE sublayer on x [n, d] → y [n, d]. Scratch slots 24..31.
 void v41_moe(V41Chunk& ch, const V41BlockWeights& w, const float* x, float* y);

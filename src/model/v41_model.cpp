@@ -16,17 +16,7 @@
 
 namespace deepinfer::model::v41 {
 
-struct V41EngramParts {
-  EngramConfig config;
-  EngramLayout layout;
-  std::vector<EngramWeights> weights;  // per Engram layer, in layout order
-  EngramScratch scratch;
-  std::vector<int64_t> rows;
-};
-
 namespace {
-
-constexpr int64_t kMaxChunk = 512;
 
 // hc_mixes + hc_split_sinkhorn of the reference for each of n tokens.
 void hc_mixes(V41Chunk& ch, const float* X, const cpu::WeightView& fn,
@@ -36,7 +26,7 @@ void hc_mixes(V41Chunk& ch, const float* X, const cpu::WeightView& fn,
   const int hc = c.hc_mult, mix = c.hc_mix();
   const int64_t n = ch.n, width = static_cast<int64_t>(hc) * c.hidden_size;
   float* m = ch.ws.get(3, static_cast<size_t>(n * mix));
-  cpu::linear(X, n, fn, m, ch.pool);
+  v41_plain_rows(ch, X, ch.seg_rows, fn, m);
   const float eps = static_cast<float>(c.hc_eps);
   for (int64_t t = 0; t < n; ++t) {
     const float* x = X + t * width;
@@ -117,6 +107,20 @@ void v41_linear(V41Chunk& ch, const float* x, int64_t rows, const cpu::WeightVie
   qat32_linear(x, rows, w, y, bf16_out ? LinearOut::Bf16 : LinearOut::Fp32, ch.ws.xq, ch.pool);
 }
 
+void v41_linear_rows(V41Chunk& ch, const float* x, std::span<const int64_t> seg_rows,
+                     const cpu::WeightView& w, float* y, bool bf16_out) {
+  for_each_run(seg_rows, [&](int64_t row0, int64_t rows) {
+    v41_linear(ch, x + row0 * w.in, rows, w, y + row0 * w.out, bf16_out);
+  });
+}
+
+void v41_plain_rows(V41Chunk& ch, const float* x, std::span<const int64_t> seg_rows,
+                    const cpu::WeightView& w, float* y) {
+  for_each_run(seg_rows, [&](int64_t row0, int64_t rows) {
+    cpu::linear(x + row0 * w.in, rows, w, y + row0 * w.out, ch.pool);
+  });
+}
+
 void v41_rms_norm(const float* x, int64_t rows, int64_t dim, const float* w, double eps, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
@@ -149,7 +153,7 @@ void v41_moe(V41Chunk& ch, const V41BlockWeights& w, const float* x, float* y) {
   float* wsel = ch.ws.get(26, static_cast<size_t>(n * k));
   std::vector<int32_t>& sel = ch.ws.order;
   sel.assign(static_cast<size_t>(n * k), 0);
-  cpu::linear(x, n, w.gate, scores, ch.pool);
+  v41_plain_rows(ch, x, ch.seg_rows, w.gate, scores);
   const float temp = static_cast<float>(c.gate_temp);
   for (int64_t t = 0; t < n; ++t) {
     float* s = scores + t * E;
@@ -192,10 +196,13 @@ void v41_moe(V41Chunk& ch, const V41BlockWeights& w, const float* x, float* y) {
   float* ye = ch.ws.get(30, static_cast<size_t>(n * d));
   std::vector<int32_t>& rows = ch.ws.block_picks;
   std::vector<float>& rw = ch.ws.route_weights;
+  std::vector<int64_t>& run_rows = ch.ws.run_rows;
   const float lim = static_cast<float>(c.swiglu_limit);
-  auto run = [&](const V41Expert& ex, int64_t m, const float* weights) {
-    v41_linear(ch, xe, m, ex.w1, h1, true);
-    v41_linear(ch, xe, m, ex.w3, h3, true);
+  // The expert's m gathered rows, seg_rows of them per segment (runs as in for_each_run).
+  auto run = [&](const V41Expert& ex, int64_t m, std::span<const int64_t> seg_rows,
+                 const float* weights) {
+    v41_linear_rows(ch, xe, seg_rows, ex.w1, h1, true);
+    v41_linear_rows(ch, xe, seg_rows, ex.w3, h3, true);
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t i = 0; i < inter; ++i) {
         float g = h1[r * inter + i], u = h3[r * inter + i];
@@ -208,30 +215,36 @@ void v41_moe(V41Chunk& ch, const V41BlockWeights& w, const float* x, float* y) {
         h1[r * inter + i] = cpu::round_bf16(v);
       }
     }
-    v41_linear(ch, h1, m, ex.w2, ye, true);
+    v41_linear_rows(ch, h1, seg_rows, ex.w2, ye, true);
   };
   for (int e = 0; e < E; ++e) {
     rows.clear();
     rw.clear();
-    for (int64_t t = 0; t < n; ++t)
-      for (int i = 0; i < k; ++i)
-        if (sel[static_cast<size_t>(t * k + i)] == e) {
-          rows.push_back(static_cast<int32_t>(t));
-          rw.push_back(wsel[t * k + i]);
-        }
+    run_rows.clear();
+    for (const V41Segment& sg : ch.segs) {
+      int64_t m = 0;
+      for (int64_t t = sg.row0; t < sg.row0 + sg.n; ++t)
+        for (int i = 0; i < k; ++i)
+          if (sel[static_cast<size_t>(t * k + i)] == e) {
+            rows.push_back(static_cast<int32_t>(t));
+            rw.push_back(wsel[t * k + i]);
+            ++m;
+          }
+      run_rows.push_back(m);
+    }
     if (rows.empty()) continue;
     const int64_t m = static_cast<int64_t>(rows.size());
     for (int64_t r = 0; r < m; ++r)
       std::memcpy(xe + r * d, x + static_cast<int64_t>(rows[static_cast<size_t>(r)]) * d,
                   sizeof(float) * static_cast<size_t>(d));
-    run(w.experts[static_cast<size_t>(e)], m, rw.data());
+    run(w.experts[static_cast<size_t>(e)], m, run_rows, rw.data());
     for (int64_t r = 0; r < m; ++r) {
       float* a = acc + static_cast<int64_t>(rows[static_cast<size_t>(r)]) * d;
       for (int64_t kk = 0; kk < d; ++kk) a[kk] += ye[r * d + kk];
     }
   }
   std::memcpy(xe, x, sizeof(float) * static_cast<size_t>(n * d));
-  run(w.shared, n, nullptr);
+  run(w.shared, n, ch.seg_rows, nullptr);
   for (int64_t i = 0; i < n * d; ++i) y[i] = cpu::round_bf16(acc[i] + ye[i]);
 }
 
@@ -289,28 +302,81 @@ V41State V41Model::new_state(bool packed) const {
   return s;
 }
 
+namespace {
+constexpr int64_t kMaxChunk = 512;  // longer inputs run as chunked prefill through the state
+}
+
 Status V41Model::forward(V41State& state, std::span<const int32_t> ids,
                          std::span<const int64_t> logit_rows, float* logits, float* main_hidden) {
+  const V41BatchSequence one{&state, ids, logit_rows, logits};
+  return run_batch(std::span(&one, 1), main_hidden);
+}
+
+Status V41Model::forward_batch(std::span<const V41BatchSequence> batch) {
+  return run_batch(batch, nullptr);
+}
+
+Status V41Model::run_batch(std::span<const V41BatchSequence> batch, float* main_hidden) {
   const V41Config& c = config_;
-  const int64_t total = static_cast<int64_t>(ids.size());
-  for (int32_t id : ids)
-    if (id < 0 || id >= c.vocab_size)
-      return Error{"token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                   std::to_string(c.vocab_size) + ")"};
-  for (int64_t r : logit_rows)
-    if (r < 0 || r >= total)
-      return Error{"logit row " + std::to_string(r) + " is outside the input"};
-  if (static_cast<int64_t>(state.layers.size()) != c.num_layers)
-    return Error{"the state does not belong to this model"};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const V41BatchSequence& b = batch[i];
+    if (!b.state || static_cast<int64_t>(b.state->layers.size()) != c.num_layers)
+      return Error{"the state does not belong to this model"};
+    for (size_t k = 0; k < i; ++k)
+      if (batch[k].state == b.state) return Error{"a batch names the same sequence state twice"};
+    for (int32_t id : b.ids)
+      if (id < 0 || id >= c.vocab_size)
+        return Error{"token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                     std::to_string(c.vocab_size) + ")"};
+    const int64_t total = static_cast<int64_t>(b.ids.size());
+    for (int64_t r : b.logit_rows)
+      if (r < 0 || r >= total)
+        return Error{"logit row " + std::to_string(r) + " is outside the input"};
+  }
+  if (main_hidden && batch.size() != 1)
+    return Error{"the DSpark stream means are written for a batch of one only"};
   const int hc = c.hc_mult;
   const int64_t d = c.hidden_size, V = c.vocab_size;
-  std::vector<int> targets = c.dspark_target_layer_ids;
-  std::sort(targets.begin(), targets.end());
+  std::vector<int> targets;
+  if (main_hidden) {
+    targets = c.dspark_target_layer_ids;
+    std::sort(targets.begin(), targets.end());
+  }
   const int64_t mh_stride = static_cast<int64_t>(targets.size()) * d;
   V41Workspace& ws = *ws_;
-  for (int64_t s0 = 0; s0 < total; s0 += kMaxChunk) {
-    const int64_t n = std::min(kMaxChunk, total - s0);
-    V41Chunk ch{c, pool_.get(), ws, main_rope_, compress_rope_, n, state.position};
+  // Rounds: each takes the next piece of at most kMaxChunk tokens of every unfinished sequence.
+  for (int64_t start = 0;; start += kMaxChunk) {
+    ws.segs.clear();
+    ws.seg_rows.clear();
+    ws.step_ids.clear();
+    ws.logit_rows.clear();
+    for (const V41BatchSequence& b : batch) {
+      const int64_t total = static_cast<int64_t>(b.ids.size());
+      if (start >= total) continue;
+      const int64_t n = std::min(kMaxChunk, total - start);
+      const int64_t row0 = static_cast<int64_t>(ws.step_ids.size());
+      ws.segs.push_back({b.state, row0, n, b.state->position});
+      ws.seg_rows.push_back(n);
+      ws.step_ids.insert(ws.step_ids.end(), b.ids.begin() + start, b.ids.begin() + start + n);
+      for (size_t k = 0; k < b.logit_rows.size(); ++k) {
+        const int64_t r = b.logit_rows[k];
+        if (r >= start && r < start + n)
+          ws.logit_rows.push_back({row0 + r - start, b.logits + static_cast<int64_t>(k) * V});
+      }
+    }
+    if (ws.segs.empty()) break;
+    const int64_t n = static_cast<int64_t>(ws.step_ids.size());
+    ws.row_seg.resize(static_cast<size_t>(n));
+    ws.row_pos.resize(static_cast<size_t>(n));
+    for (size_t si = 0; si < ws.segs.size(); ++si) {
+      const V41Segment& sg = ws.segs[si];
+      for (int64_t t = 0; t < sg.n; ++t) {
+        ws.row_seg[static_cast<size_t>(sg.row0 + t)] = static_cast<int32_t>(si);
+        ws.row_pos[static_cast<size_t>(sg.row0 + t)] = sg.pos0 + t;
+      }
+    }
+    V41Chunk ch{c, pool_.get(), ws,          main_rope_,        compress_rope_,
+                n, ws.segs,     ws.seg_rows, ws.row_seg.data(), ws.row_pos.data()};
     float* X = ws.get(0, static_cast<size_t>(n * hc * d));
     float* u = ws.get(1, static_cast<size_t>(n * d));
     float* yv = ws.get(2, static_cast<size_t>(n * d));
@@ -320,30 +386,35 @@ Status V41Model::forward(V41State& state, std::span<const int32_t> ids,
     float* comb = ws.get(7, static_cast<size_t>(n * hc * hc));
     float* tmp = ws.get(23, static_cast<size_t>(hc * d));
     for (int64_t t = 0; t < n; ++t) {
-      cpu::dequantize_row(weights_.embed, ids[static_cast<size_t>(s0 + t)], X + t * hc * d);
+      cpu::dequantize_row(weights_.embed, ws.step_ids[static_cast<size_t>(t)], X + t * hc * d);
       cpu::round_bf16(X + t * hc * d, d);
       for (int j = 1; j < hc; ++j)
         std::memcpy(X + (t * hc + j) * d, X + t * hc * d, sizeof(float) * static_cast<size_t>(d));
       for (int j = 0; j < hc; ++j) pre_mix[t * hc + j] = j == 0 ? 1.0f : 0.0f;
     }
-    // Engram rows of this chunk (every Engram layer), continuing the sequence's recent ids.
-    const int64_t* engram_rows = nullptr;
+    // Engram rows of this step (every Engram layer), each segment continuing its recent ids.
+    int64_t engram_stride = 0;
     if (engram_) {
       EngramLayout& lay = engram_->layout;
-      EngramHistory hist = engram_fresh_history(lay);
-      const int64_t nr = static_cast<int64_t>(state.recent_ids.size());
-      for (int64_t k = 0; k < nr && k < static_cast<int64_t>(hist.prev.size()); ++k) {
-        const int32_t id = state.recent_ids[static_cast<size_t>(nr - 1 - k)];
-        hist.prev[static_cast<size_t>(k)] = id < static_cast<int32_t>(lay.token_map.size())
-                                                ? lay.token_map[static_cast<size_t>(id)]
-                                                : -1;
+      engram_stride = static_cast<int64_t>(lay.n_layers()) * lay.n_cols();
+      ws.engram_rows.resize(static_cast<size_t>(n * engram_stride));
+      EngramHistory& hist = engram_->history;
+      for (const V41Segment& sg : ws.segs) {
+        // engram_fresh_history without its allocation: all look-back blocked (−1)
+        hist.prev.assign(static_cast<size_t>(std::max(0, lay.max_ngram_size - 1)), -1);
+        const std::vector<int32_t>& recent = sg.state->recent_ids;
+        const int64_t nr = static_cast<int64_t>(recent.size());
+        for (int64_t k = 0; k < nr && k < static_cast<int64_t>(hist.prev.size()); ++k) {
+          const int32_t id = recent[static_cast<size_t>(nr - 1 - k)];
+          hist.prev[static_cast<size_t>(k)] = id < static_cast<int32_t>(lay.token_map.size())
+                                                  ? lay.token_map[static_cast<size_t>(id)]
+                                                  : -1;
+        }
+        if (Status st = engram_hash_rows(lay, ws.step_ids.data() + sg.row0, sg.n, nullptr, hist,
+                                         ws.engram_rows.data() + sg.row0 * engram_stride);
+            !st.ok())
+          return st;
       }
-      engram_->rows.resize(static_cast<size_t>(n * lay.n_layers() * lay.n_cols()));
-      if (Status st =
-              engram_hash_rows(lay, ids.data() + s0, n, nullptr, hist, engram_->rows.data());
-          !st.ok())
-        return st;
-      engram_rows = engram_->rows.data();
     }
     for (int l = 0; l < c.num_layers; ++l) {
       const V41BlockWeights& w = weights_.blocks[static_cast<size_t>(l)];
@@ -351,18 +422,20 @@ Status V41Model::forward(V41State& state, std::span<const int32_t> ids,
         const int li = engram_->layout.layer_index(l);
         if (li >= 0) {
           const int cols = engram_->layout.n_cols();
-          engram_forward(engram_->weights[static_cast<size_t>(li)], engram_->layout,
-                         engram_->config, engram_rows + li * cols,
-                         static_cast<int64_t>(engram_->layout.n_layers()) * cols, n, nullptr, X,
-                         engram_->scratch, pool_.get());
+          for_each_run(ws.seg_rows, [&](int64_t row0, int64_t rows) {
+            engram_forward(engram_->weights[static_cast<size_t>(li)], engram_->layout,
+                           engram_->config,
+                           ws.engram_rows.data() + row0 * engram_stride + li * cols, engram_stride,
+                           rows, nullptr, X + row0 * hc * d, engram_->scratch, pool_.get());
+          });
         }
       }
-      if (main_hidden) {
+      if (main_hidden) {  // a batch of one: step row t is chunk row t
         const auto it = std::find(targets.begin(), targets.end(), l);
         if (it != targets.end()) {
           const int64_t ti = it - targets.begin();
           for (int64_t t = 0; t < n; ++t) {
-            float* out = main_hidden + (s0 + t) * mh_stride + ti * d;
+            float* out = main_hidden + (start + t) * mh_stride + ti * d;
             for (int64_t k = 0; k < d; ++k) {
               float s = 0.0f;
               for (int j = 0; j < hc; ++j) s += X[(t * hc + j) * d + k];
@@ -375,7 +448,7 @@ Status V41Model::forward(V41State& state, std::span<const int32_t> ids,
       hc_mixes(ch, X, w.hc_attn_fn, w.hc_attn_scale, w.hc_attn_base, pre_a, post, comb);
       hc_collapse(X, pre_mix, n, hc, d, u);
       v41_rms_norm(u, n, d, w.attn_norm.data(), c.rms_eps, u);
-      v41_attention(ch, l, w, state.layers, u, yv);
+      v41_attention(ch, l, w, u, yv);
       hc_expand(X, yv, post, comb, n, hc, d, tmp);
       // MoE: collapse with the attention's pre
       hc_mixes(ch, X, w.hc_ffn_fn, w.hc_ffn_scale, w.hc_ffn_base, pre_mix, post, comb);
@@ -384,20 +457,32 @@ Status V41Model::forward(V41State& state, std::span<const int32_t> ids,
       v41_moe(ch, w, u, yv);
       hc_expand(X, yv, post, comb, n, hc, d, tmp);
     }
-    // Head at the rows of this chunk.
-    for (size_t k = 0; k < logit_rows.size(); ++k) {
-      const int64_t r = logit_rows[k] - s0;
-      if (r < 0 || r >= n) continue;
-      hc_collapse(X + r * hc * d, pre_mix + r * hc, 1, hc, d, u);
-      v41_rms_norm(u, 1, d, weights_.norm.data(), c.rms_eps, u);
-      cpu::linear(u, 1, weights_.head, logits + static_cast<int64_t>(k) * V, pool_.get());
+    // Head at the requested rows: one row each, packed into GEMV runs.
+    const int64_t nl = static_cast<int64_t>(ws.logit_rows.size());
+    if (nl > 0) {
+      float* uh = ws.get(22, static_cast<size_t>(nl * d));
+      float* lg = ws.get(31, static_cast<size_t>(nl * V));
+      for (int64_t k = 0; k < nl; ++k) {
+        const int64_t r = ws.logit_rows[static_cast<size_t>(k)].row;
+        hc_collapse(X + r * hc * d, pre_mix + r * hc, 1, hc, d, uh + k * d);
+        v41_rms_norm(uh + k * d, 1, d, weights_.norm.data(), c.rms_eps, uh + k * d);
+      }
+      ws.head_rows.assign(static_cast<size_t>(nl), 1);
+      v41_plain_rows(ch, uh, ws.head_rows, weights_.head, lg);
+      for (int64_t k = 0; k < nl; ++k)
+        std::memcpy(ws.logit_rows[static_cast<size_t>(k)].out, lg + k * V,
+                    sizeof(float) * static_cast<size_t>(V));
     }
-    // Advance the sequence.
-    state.position += n;
+    // Advance the sequences.
     const int keep = std::max(0, c.engram_max_ngram_size - 1);
-    for (int64_t t = 0; t < n; ++t) state.recent_ids.push_back(ids[static_cast<size_t>(s0 + t)]);
-    if (static_cast<int>(state.recent_ids.size()) > keep)
-      state.recent_ids.erase(state.recent_ids.begin(), state.recent_ids.end() - keep);
+    for (const V41Segment& sg : ws.segs) {
+      V41State& state = *sg.state;
+      state.position += sg.n;
+      for (int64_t t = 0; t < sg.n; ++t)
+        state.recent_ids.push_back(ws.step_ids[static_cast<size_t>(sg.row0 + t)]);
+      if (static_cast<int>(state.recent_ids.size()) > keep)
+        state.recent_ids.erase(state.recent_ids.begin(), state.recent_ids.end() - keep);
+    }
   }
   return Status::Ok();
 }

@@ -52,6 +52,15 @@ struct V41Options {
   int threads = 1;
 };
 
+// One sequence of a batched step: ids at positions state->position, …; logits of chunk rows
+// logit_rows[k] go to logits[k·vocab …).
+struct V41BatchSequence {
+  V41State* state = nullptr;
+  std::span<const int32_t> ids;
+  std::span<const int64_t> logit_rows;
+  float* logits = nullptr;
+};
+
 struct V41Workspace;
 struct V41EngramParts;
 
@@ -77,9 +86,16 @@ class V41Model {
   Status forward(V41State& state, std::span<const int32_t> ids, std::span<const int64_t> logit_rows,
                  float* logits, float* main_hidden = nullptr);
 
+  // One step for several sequences (distinct states): their tokens are stacked, so every weight
+  // product (projections, experts grouped over the step's tokens, shared expert, Engram, head)
+  // runs once for the small segments together (GEMV calls of at most 11 rows; a segment of more
+  // rows runs alone), while attention, compressors, windows and the Engram n-grams work per
+  // sequence. Each sequence's logits equal those of forward() on it alone, bitwise.
+  Status forward_batch(std::span<const V41BatchSequence> batch);
+
  private:
   V41Model() = default;
-  friend struct V41Pass;
+  Status run_batch(std::span<const V41BatchSequence> batch, float* main_hidden);
 
   V41Config config_;
   Checkpoint checkpoint_;
