@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
+#include "model/batch_round.h"
 #include "model/config.h"
 #include "model/numerics.h"
 #include "model/rope.h"
@@ -18,17 +19,7 @@
 
 namespace deepinfer::model {
 
-// One sequence's chunk inside the step: rows [row0, row0 + n) at positions [pos0, pos0 + n).
-struct Segment {
-  SequenceState* state = nullptr;
-  int64_t row0 = 0, n = 0, pos0 = 0;
-};
-
-// One requested logits row: step row `row` of X, written to `out` (vocab floats).
-struct LogitRow {
-  int64_t row = 0;
-  float* out = nullptr;
-};
+using Segment = BatchSegment<SequenceState>;
 
 // Growable scratch buffers; get(i, n) returns buffer i with at least n floats.
 struct Workspace {

@@ -117,25 +117,9 @@ Status Model::run_batch(std::span<const BatchSequence> batch, float* streams) {
   const int64_t d = c.hidden_size, V = c.vocab_size;
   // Rounds: each takes the next piece of at most kMaxChunk tokens of every unfinished sequence.
   for (int64_t start = 0;; start += kMaxChunk) {
-    ws.segs.clear();
-    ws.step_rows.clear();
-    ws.step_ids.clear();
-    ws.logit_rows.clear();
-    for (const BatchSequence& b : batch) {
-      const auto total = static_cast<int64_t>(b.ids.size());
-      if (start >= total) continue;
-      const int64_t n = std::min(kMaxChunk, total - start);
-      const auto row0 = static_cast<int64_t>(ws.step_ids.size());
-      ws.segs.push_back({b.state, row0, n, b.state->position});
-      ws.step_rows.push_back(n);
-      ws.step_ids.insert(ws.step_ids.end(), b.ids.begin() + start, b.ids.begin() + start + n);
-      for (size_t k = 0; k < b.logit_rows.size(); ++k) {
-        const int64_t r = b.logit_rows[k];
-        if (r >= start && r < start + n)
-          ws.logit_rows.push_back({row0 + r - start, b.logits + static_cast<int64_t>(k) * V});
-      }
-    }
-    if (ws.segs.empty()) break;
+    if (!collect_round(batch, start, kMaxChunk, V, ws.segs, ws.step_rows, ws.step_ids,
+                       ws.logit_rows))
+      break;
     const auto n = static_cast<int64_t>(ws.step_ids.size());
     int32_t* row_seg = ws.get_i32(kWsRows, static_cast<size_t>(n));
     int32_t* row_pos = ws.get_i32(kWsRows + 1, static_cast<size_t>(n));

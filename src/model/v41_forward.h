@@ -12,6 +12,7 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu/weight_view.h"
+#include "model/batch_round.h"
 #include "model/rope.h"
 #include "model/v41_config.h"
 #include "model/v41_engram.h"
@@ -20,17 +21,8 @@
 
 namespace deepinfer::model::v41 {
 
-// One sequence's chunk inside the step: rows [row0, row0 + n) at positions [pos0, pos0 + n).
-struct V41Segment {
-  V41State* state = nullptr;
-  int64_t row0 = 0, n = 0, pos0 = 0;
-};
-
-// One requested logits row: step row `row`, written to `out` (vocab floats).
-struct V41LogitRow {
-  int64_t row = 0;
-  float* out = nullptr;
-};
+using V41Segment = BatchSegment<V41State>;
+using V41LogitRow = LogitRow;
 
 // The Engram parts of a model that has Engram layers (loaded once) and their scratch.
 struct V41EngramParts {

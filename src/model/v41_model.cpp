@@ -346,25 +346,9 @@ Status V41Model::run_batch(std::span<const V41BatchSequence> batch, float* main_
   V41Workspace& ws = *ws_;
   // Rounds: each takes the next piece of at most kMaxChunk tokens of every unfinished sequence.
   for (int64_t start = 0;; start += kMaxChunk) {
-    ws.segs.clear();
-    ws.seg_rows.clear();
-    ws.step_ids.clear();
-    ws.logit_rows.clear();
-    for (const V41BatchSequence& b : batch) {
-      const int64_t total = static_cast<int64_t>(b.ids.size());
-      if (start >= total) continue;
-      const int64_t n = std::min(kMaxChunk, total - start);
-      const int64_t row0 = static_cast<int64_t>(ws.step_ids.size());
-      ws.segs.push_back({b.state, row0, n, b.state->position});
-      ws.seg_rows.push_back(n);
-      ws.step_ids.insert(ws.step_ids.end(), b.ids.begin() + start, b.ids.begin() + start + n);
-      for (size_t k = 0; k < b.logit_rows.size(); ++k) {
-        const int64_t r = b.logit_rows[k];
-        if (r >= start && r < start + n)
-          ws.logit_rows.push_back({row0 + r - start, b.logits + static_cast<int64_t>(k) * V});
-      }
-    }
-    if (ws.segs.empty()) break;
+    if (!collect_round(batch, start, kMaxChunk, V, ws.segs, ws.seg_rows, ws.step_ids,
+                       ws.logit_rows))
+      break;
     const int64_t n = static_cast<int64_t>(ws.step_ids.size());
     ws.row_seg.resize(static_cast<size_t>(n));
     ws.row_pos.resize(static_cast<size_t>(n));
