@@ -1,6 +1,7 @@
 // The rounds of a batched forward step, shared by the V4 and V4.1 models: each round takes the next
 // piece (at most max_chunk tokens) of every sequence that has tokens left and stacks them into one
-// step, so every weight product of the round runs once for all of them.
+// step, so every weight product of the round runs once for all of them; for_each_run splits those
+// products so that every row keeps the bits it gets when its sequence runs alone.
 #pragma once
 
 #include <algorithm>
@@ -49,6 +50,35 @@ bool collect_round(std::span<const Sequence> batch, int64_t start, int64_t max_c
     }
   }
   return !segs.empty();
+}
+
+// Rows per call below which cpu::linear runs its GEMV kernels, whose per-row reduction order does
+// not depend on the row count (from 12 rows on it switches to an sgemm path; backend/cpu).
+inline constexpr int64_t kGemvMaxRows = 11;
+
+// Calls fn(row0, rows) over rows stacked by segment (seg_rows[i] rows each): a segment of more
+// than kGemvMaxRows rows alone (the call its rows get when the sequence runs alone), the smaller
+// ones packed into calls of at most kGemvMaxRows rows, so a row-wise product over the runs gives
+// every row the bits it gets alone, whatever the rest of the batch.
+template <class F>
+void for_each_run(std::span<const int64_t> seg_rows, F&& fn) {
+  int64_t run0 = 0, run = 0, row = 0;  // pending run of small segments: rows [run0, run0 + run)
+  for (int64_t r : seg_rows) {
+    if (r > kGemvMaxRows) {
+      if (run > 0) fn(run0, run);
+      run = 0;
+      fn(row, r);
+    } else if (r > 0) {
+      if (run + r > kGemvMaxRows) {
+        fn(run0, run);
+        run = 0;
+      }
+      if (run == 0) run0 = row;
+      run += r;
+    }
+    row += r;
+  }
+  if (run > 0) fn(run0, run);
 }
 
 }  // namespace deepinfer::model

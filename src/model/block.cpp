@@ -14,23 +14,9 @@ void linear_rows(const ChunkContext& ctx, const float* x, std::span<const int64_
     cpu::linear(x, total, w, y, ctx.pool);
     return;
   }
-  int64_t run0 = 0, run = 0, row = 0;  // pending run of small segments: rows [run0, run0 + run)
-  auto flush = [&] {
-    if (run > 0) cpu::linear(x + run0 * w.in, run, w, y + run0 * w.out, ctx.pool);
-    run = 0;
-  };
-  for (int64_t r : seg_rows) {
-    if (r > kGemvMaxRows) {
-      flush();
-      cpu::linear(x + row * w.in, r, w, y + row * w.out, ctx.pool);
-    } else if (r > 0) {
-      if (run + r > kGemvMaxRows) flush();
-      if (run == 0) run0 = row;
-      run += r;
-    }
-    row += r;
-  }
-  flush();
+  for_each_run(seg_rows, [&](int64_t row0, int64_t rows) {
+    cpu::linear(x + row0 * w.in, rows, w, y + row0 * w.out, ctx.pool);
+  });
 }
 
 void block_forward(const ChunkContext& ctx, int layer, const BlockWeights& w, bool hash, float* X) {

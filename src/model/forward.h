@@ -63,14 +63,9 @@ struct ChunkContext {
   }
 };
 
-// Rows per call below which cpu::linear runs its GEMV kernels, whose per-row reduction order does
-// not depend on the row count (from 12 rows on it switches to an sgemm path; backend/cpu).
-inline constexpr int64_t kGemvMaxRows = 11;
-
-// y = x · Wᵀ over rows stacked by segment (seg_rows[i] rows each). Batch-invariant mode: a
-// segment of more than kGemvMaxRows rows runs alone (the path its rows take when the sequence
-// runs alone), the smaller ones are packed into GEMV calls of at most kGemvMaxRows rows, so every
-// row's result is bitwise independent of the rest of the batch. Otherwise one call for all rows.
+// y = x · Wᵀ over rows stacked by segment (seg_rows[i] rows each). Batch-invariant mode: one
+// cpu::linear per run of for_each_run (model/batch_round.h), so every row's result is bitwise
+// independent of the rest of the batch. Otherwise one call for all rows.
 void linear_rows(const ChunkContext& ctx, const float* x, std::span<const int64_t> seg_rows,
                  const cpu::WeightView& w, float* y);
 inline void linear_all(const ChunkContext& ctx, const float* x, const cpu::WeightView& w,

@@ -72,35 +72,6 @@ struct V41Chunk {
   const int64_t* row_pos;             // [n] absolute position of each row
 };
 
-// Rows per product below which cpu::linear runs its GEMV kernels, whose per-row reduction order
-// does not depend on the row count (from 12 rows on it switches to sgemm paths; backend/cpu).
-inline constexpr int64_t kV41GemvMaxRows = 11;
-
-// Calls fn(row0, rows) over the rows of segments of seg_rows[i] rows each: a segment of more than
-// kV41GemvMaxRows rows alone (the call its rows get when the sequence runs alone), the smaller
-// ones packed into calls of at most kV41GemvMaxRows rows, so a row-wise product over the runs
-// gives every row the bits it gets alone, whatever the rest of the batch.
-template <class F>
-void for_each_run(std::span<const int64_t> seg_rows, F&& fn) {
-  int64_t run0 = 0, run = 0, row = 0;
-  for (int64_t r : seg_rows) {
-    if (r > kV41GemvMaxRows) {
-      if (run > 0) fn(run0, run);
-      run = 0;
-      fn(row, r);
-    } else if (r > 0) {
-      if (run + r > kV41GemvMaxRows) {
-        fn(run0, run);
-        run = 0;
-      }
-      if (run == 0) run0 = row;
-      run += r;
-    }
-    row += r;
-  }
-  if (run > 0) fn(run0, run);
-}
-
 // y = x·Wᵀ with the reference's rounding: quantized weights take FP8 inputs per 32 and give bf16;
 // BF16 weights give bf16 (bf16_out) or fp32 (fp32 parameters, e.g. the ratio-2 compressor).
 void v41_linear(V41Chunk& ch, const float* x, int64_t rows, const cpu::WeightView& w, float* y,
