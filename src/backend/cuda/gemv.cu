@@ -308,9 +308,6 @@ int g_gemv_max_rows = [] {
   return env ? std::max(8, std::atoi(env)) : 64;
 }();
 
-void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
-               int64_t ldy, bool round_out);
-
 template <int R>
 void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& w, float* y,
                   int64_t ldy, bool round_out) {
@@ -334,6 +331,40 @@ void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& 
       gemv4_kernel<R, DevFormat::FP4>
           <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
       break;
+  }
+  e.note(cudaGetLastError());
+}
+
+// One pass of at most 8 rows: the GEMV kernel and version per format and row count.
+void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+               int64_t ldy, bool round_out) {
+  const int rows = static_cast<int>(n);
+  const bool want_v2 =
+      g_version == 2 ||
+      (g_version == 0 && (w.format == DevFormat::FP4 || (w.format == DevFormat::FP8 && n == 1)));
+  const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
+  if (v2_ok) {
+    if (n == 1) {
+      launch_gemv4<1>(e, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n == 2) {
+      launch_gemv4<2>(e, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n <= 4) {
+      launch_gemv4<4>(e, x, ldx, rows, w, y, ldy, round_out);
+    } else {
+      launch_gemv4<8>(e, x, ldx, rows, w, y, ldy, round_out);
+    }
+    return;
+  }
+  constexpr int kThreads = 256;
+  const unsigned blocks = static_cast<unsigned>((w.out * 32 + kThreads - 1) / kThreads);
+  if (n == 1) {
+    gemv_kernel<1><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+  } else if (n == 2) {
+    gemv_kernel<2><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+  } else if (n <= 4) {
+    gemv_kernel<4><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+  } else {
+    gemv_kernel<8><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
   }
   e.note(cudaGetLastError());
 }
@@ -373,43 +404,6 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
   for (int64_t r0 = 0; r0 < n; r0 += 8)
     gemv_rows(e, x + r0 * ldx, ldx, n - r0 < 8 ? n - r0 : 8, w, y + r0 * ldy, ldy, round_out);
 }
-
-namespace {
-
-void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
-               int64_t ldy, bool round_out) {
-  const int rows = static_cast<int>(n);
-  const bool want_v2 =
-      g_version == 2 ||
-      (g_version == 0 && (w.format == DevFormat::FP4 || (w.format == DevFormat::FP8 && n == 1)));
-  const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
-  if (v2_ok) {
-    if (n == 1) {
-      launch_gemv4<1>(e, x, ldx, rows, w, y, ldy, round_out);
-    } else if (n == 2) {
-      launch_gemv4<2>(e, x, ldx, rows, w, y, ldy, round_out);
-    } else if (n <= 4) {
-      launch_gemv4<4>(e, x, ldx, rows, w, y, ldy, round_out);
-    } else {
-      launch_gemv4<8>(e, x, ldx, rows, w, y, ldy, round_out);
-    }
-    return;
-  }
-  constexpr int kThreads = 256;
-  const unsigned blocks = static_cast<unsigned>((w.out * 32 + kThreads - 1) / kThreads);
-  if (n == 1) {
-    gemv_kernel<1><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
-  } else if (n == 2) {
-    gemv_kernel<2><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
-  } else if (n <= 4) {
-    gemv_kernel<4><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
-  } else {
-    gemv_kernel<8><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
-  }
-  e.note(cudaGetLastError());
-}
-
-}  // namespace
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in) {
   return g_fast && n_slots > 0 && in % 8 == 0;
