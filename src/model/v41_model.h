@@ -75,6 +75,8 @@ class V41Model {
   // Notes for the user (vision tower present but unsupported, Engram unavailable, ...).
   const std::vector<std::string>& notes() const { return notes_; }
   bool engram_active() const { return engram_ != nullptr; }
+  // The loaded Engram layout and tables (null without Engram layers), for other backends.
+  const V41EngramParts* engram_parts() const { return engram_.get(); }
 
   // packed: compressed entries as FP4 e2m1 + E4M3 per 16 and index keys as MXFP4 (the QAT
   // storage formats, lossless for the values the forward produces); else fp32 rows.

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "backend/cuda/device_model.cuh"
+#include "backend/cuda/weight_upload.cuh"
 #include "model/rope.h"
 
 namespace deepinfer::cuda {
@@ -37,7 +38,8 @@ const float* CudaModel::Impl::upload_floats(const std::vector<float>& v) {
   return p;
 }
 
-DevWeight CudaModel::Impl::upload_weight(const cpu::WeightView& w) {
+DevWeight upload_weight(Exec& exec, const cpu::WeightView& w,
+                        std::vector<DeviceArray<uint8_t>>& blobs, int64_t& weight_bytes) {
   DevWeight d;
   d.out = w.out;
   d.in = w.in;
@@ -81,6 +83,10 @@ DevWeight CudaModel::Impl::upload_weight(const cpu::WeightView& w) {
     blobs.push_back(std::move(s));
   }
   return d;
+}
+
+DevWeight CudaModel::Impl::upload_weight(const cpu::WeightView& w) {
+  return cuda::upload_weight(exec, w, blobs, weight_bytes);
 }
 
 Status CudaModel::Impl::upload(const model::Model& m) {
