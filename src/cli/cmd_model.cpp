@@ -146,7 +146,7 @@ void run_score(const std::string& dir, int threads, const std::string& device) {
     for (size_t i = 0; i < ids.size(); ++i) rows.push_back(static_cast<int64_t>(i));
   }
   if (deepinfer::cli::is_v41_model_dir(dir))
-    return deepinfer::cli::run_v41_score(dir, threads, ids, rows);
+    return deepinfer::cli::run_v41_score(dir, threads, device, ids, rows);
   auto model = load_model(dir, threads);
   const int V = model->config().vocab_size;
   std::vector<float> logits(rows.size() * static_cast<size_t>(V));
@@ -218,7 +218,7 @@ int sample(const float* logits, int V, double temperature, std::mt19937_64& rng)
 void run_generate(const std::string& dir, int threads, const std::string& device) {
   JsonObject req = read_request();
   if (deepinfer::cli::is_v41_model_dir(dir))
-    return deepinfer::cli::run_v41_generate(dir, threads, req);
+    return deepinfer::cli::run_v41_generate(dir, threads, device, req);
   std::vector<int32_t> ids;
   bool bos = false;  // prompt text: prepend BOS when tokenizer_config.json says so
   auto tok = load_tokenizer(dir, false);

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -13,6 +14,9 @@
 #include "model/v41_config.h"
 #include "model/v41_model.h"
 #include "tokenizer/tokenizer.h"
+#ifdef DEEPINFER_HAVE_CUDA
+#include "backend/cuda/cuda_v41_model.h"
+#endif
 
 namespace deepinfer::cli {
 namespace {
@@ -61,6 +65,45 @@ void append_float(std::string& out, float v) {
   out.append(buf, r.ptr);
 }
 
+// The forward on the chosen device: the CPU model's state, or slot 0 of a CudaV41Model built
+// from the CPU model's weights (sized for max_context positions).
+struct V41Forward {
+  V41Model* cpu = nullptr;
+  model::v41::V41State state;
+#ifdef DEEPINFER_HAVE_CUDA
+  std::unique_ptr<cuda::CudaV41Model> gpu;
+#endif
+  Status run(std::span<const int32_t> ids, std::span<const int64_t> rows, float* out) {
+#ifdef DEEPINFER_HAVE_CUDA
+    if (gpu) return gpu->prefill(0, ids, rows, out);
+#endif
+    return cpu->forward(state, ids, rows, out);
+  }
+};
+
+V41Forward make_forward(V41Model& m, const std::string& device,
+                        [[maybe_unused]] int64_t max_context) {
+  V41Forward f;
+  f.cpu = &m;
+#ifdef DEEPINFER_HAVE_CUDA
+  const char* env = std::getenv("DEEPINFER_CUDA_EMULATE");
+  const bool emulate = env && std::string(env) == "1";
+  if (device == "cuda" || (device.empty() && (emulate || cuda::device_available()))) {
+    cuda::CudaModelOptions o;
+    o.emulate = emulate;
+    o.max_context = std::max<int64_t>(max_context, 1);
+    auto g = cuda::CudaV41Model::from_model(m, o);
+    if (!g) fail("model_error", g.error().message);
+    f.gpu = std::move(g.value());
+    return f;
+  }
+#else
+  if (device == "cuda") fail("invalid_request_error", "this build has no CUDA backend");
+#endif
+  f.state = m.new_state();
+  return f;
+}
+
 double number_or(const JsonObject& o, const char* key, double fallback) {
   auto it = o.find(key);
   if (it == o.end() || it->value().is_null()) return fallback;
@@ -102,13 +145,13 @@ bool is_v41_model_dir(const std::string& dir) {
   return json && model::v41::is_v41_config(json.value());
 }
 
-void run_v41_score(const std::string& dir, int threads, std::span<const int32_t> ids,
-                   std::span<const int64_t> rows) {
+void run_v41_score(const std::string& dir, int threads, const std::string& device,
+                   std::span<const int32_t> ids, std::span<const int64_t> rows) {
   auto m = load(dir, threads);
   const int V = m->config().vocab_size;
   std::vector<float> logits(rows.size() * static_cast<size_t>(V));
-  model::v41::V41State st = m->new_state();
-  if (auto s = m->forward(st, ids, rows, logits.data()); !s)
+  V41Forward fwd = make_forward(*m, device, static_cast<int64_t>(ids.size()));
+  if (auto s = fwd.run(ids, rows, logits.data()); !s)
     fail("invalid_request_error", s.error().message);
   std::string out = "{\"logits\":[";
   out.reserve(rows.size() * static_cast<size_t>(V) * 12 + 16);
@@ -124,7 +167,8 @@ void run_v41_score(const std::string& dir, int threads, std::span<const int32_t>
   std::cout << out;
 }
 
-void run_v41_generate(const std::string& dir, int threads, const JsonObject& req) {
+void run_v41_generate(const std::string& dir, int threads, const std::string& device,
+                      const JsonObject& req) {
   std::vector<int32_t> ids;
   bool bos = false;
   std::unique_ptr<tokenizer::Tokenizer> tok;
@@ -159,12 +203,13 @@ void run_v41_generate(const std::string& dir, int threads, const JsonObject& req
   if (ids.empty()) fail("invalid_request_error", "the prompt is empty");
   const int V = cfg.vocab_size;
   std::vector<float> logits(static_cast<size_t>(V));
-  model::v41::V41State st = m->new_state();
+  V41Forward fwd = make_forward(
+      *m, device, static_cast<int64_t>(ids.size() + static_cast<size_t>(max_tokens)) + 1);
   std::mt19937_64 rng(static_cast<uint64_t>(seed));
   std::vector<int32_t> out;
   const int64_t last = static_cast<int64_t>(ids.size()) - 1;
   if (max_tokens >= 1) {
-    if (auto s = m->forward(st, ids, std::span<const int64_t>(&last, 1), logits.data()); !s)
+    if (auto s = fwd.run(ids, std::span<const int64_t>(&last, 1), logits.data()); !s)
       fail("invalid_request_error", s.error().message);
   }
   for (int64_t i = 0; i < static_cast<int64_t>(max_tokens); ++i) {
@@ -174,8 +219,8 @@ void run_v41_generate(const std::string& dir, int threads, const JsonObject& req
     for (int e : cfg.eos_token_ids) eos |= next == e;
     if ((eos && !ignore_eos) || i + 1 == static_cast<int64_t>(max_tokens)) break;
     const int64_t zero = 0;
-    if (auto s = m->forward(st, std::span<const int32_t>(&out.back(), 1),
-                            std::span<const int64_t>(&zero, 1), logits.data());
+    if (auto s = fwd.run(std::span<const int32_t>(&out.back(), 1),
+                         std::span<const int64_t>(&zero, 1), logits.data());
         !s)
       fail("invalid_request_error", s.error().message);
   }

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `deepinfer score` / `generate --device cuda` on the DeepSeek V4.1 fixture official_v41_c_bf16:
+# the CUDA V4.1 model (CudaV41Model) answers with the same JSON as the CPU path; score's logits
+# meet the fixture's noise-floor bars and greedy generate equals the reference's ids on the
+# margin-safe steps (tests/cli/fixture_bars.py, as model_v41.sh for the CPU). Skips when the build
+# has no CUDA backend; without a GPU the kernel bodies run on the host (DEEPINFER_CUDA_EMULATE=1).
+# Usage: model_v41_cuda.sh <path-to-deepinfer> <source-dir>
+set -u
+bin=$1
+src=$2
+if ! "$bin" info | grep -q '"cuda_backend":true'; then
+  echo "model_v41_cuda: this build has no CUDA backend; skipping"
+  exit 0
+fi
+nvidia-smi -L > /dev/null 2>&1 || export DEEPINFER_CUDA_EMULATE=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+py=/usr/bin/python3
+bars="$src/tests/cli/fixture_bars.py"
+dir=$src/tests/fixtures/official_v41_c_bf16
+[[ -f $dir/config.json ]] || { echo "model_v41_cuda: no fixture; skipping"; exit 0; }
+
+$py "$bars" score_request "$dir" > "$tmp/score.json"
+if ! "$bin" score --model "$dir" --device cuda < "$tmp/score.json" > "$tmp/logits.json" 2> "$tmp/err.txt"; then
+  echo "FAIL score exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
+else
+  $py "$bars" check_score "$dir" < "$tmp/logits.json" || fails=$((fails + 1))
+fi
+$py "$bars" generate_request "$dir" > "$tmp/gen.json"
+if ! "$bin" generate --model "$dir" --device cuda < "$tmp/gen.json" > "$tmp/out.json" 2> "$tmp/err.txt"; then
+  echo "FAIL generate exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
+else
+  $py "$bars" check_generate "$dir" < "$tmp/out.json" || fails=$((fails + 1))
+fi
+# An id outside the vocabulary: the error object and exit status 1.
+echo '{"ids":[3, 999999]}' | "$bin" score --model "$dir" --device cuda > "$tmp/e.json" 2> /dev/null
+rc=$?
+if [[ $rc -ne 1 ]] || ! grep -q '"error"' "$tmp/e.json"; then
+  echo "FAIL bad id: rc $rc, $(cat "$tmp/e.json")"; fails=$((fails + 1))
+fi
+
+if [[ $fails -ne 0 ]]; then
+  echo "$fails failure(s)"
+  exit 1
+fi
+echo "model_v41_cuda: ok"
