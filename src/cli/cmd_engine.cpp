@@ -243,11 +243,13 @@ void run_generate_batch(const std::string& model_dir, int threads, const BatchFl
         static_cast<int32_t>(std::min<int64_t>(config.scheduler.max_model_len, longest));
   }
   std::string note;
-  std::unique_ptr<engine::ModelRunner> runner = std::move(model.runner);  // V4.1: the CPU runner
+  std::unique_ptr<engine::ModelRunner> runner = std::move(model.runner);  // V4.1 on the CPU
   if (model.is_v41()) {
-    if (device == "cuda")
-      fail("--device cuda: V4.1 runs on the CPU engine runner; use --device cpu");
-    if (cuda.value()) note = "V4.1 runs on the CPU engine runner";
+    if (cuda.value()) {
+      auto r = make_cuda_v41_runner(*model.v41, config.kv_cache_memory, config, note);
+      if (!r.ok()) fail(r.error().message);
+      runner = std::move(r.value());
+    }
   } else {
     auto r = make_engine_runner(*model.v4, cuda.value(), config.kv_cache_memory, config, note);
     if (!r.ok()) fail(r.error().message);

@@ -8,6 +8,7 @@
 #ifdef DEEPINFER_HAVE_CUDA
 #include "backend/cuda/cuda_model.h"
 #include "engine/cuda/cuda_model_runner.h"
+#include "engine/cuda/cuda_v41_model_runner.h"
 #endif
 
 namespace deepinfer::cli {
@@ -75,6 +76,32 @@ Result<std::unique_ptr<engine::ModelRunner>> make_engine_runner(model::Model& mo
 #else
   (void)config;
   (void)note;
+  return Error{"--device cuda: this build has no CUDA backend"};
+#endif
+}
+
+Result<std::unique_ptr<engine::ModelRunner>> make_cuda_v41_runner(
+    [[maybe_unused]] model::v41::V41Model& model, [[maybe_unused]] int64_t kv_budget,
+    [[maybe_unused]] engine::EngineConfig& config, [[maybe_unused]] std::string& note) {
+#ifdef DEEPINFER_HAVE_CUDA
+  engine::EngineConfig& c = config;
+  auto plan = engine::plan_cuda_v41_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
+                                       c.scheduler.max_model_len, c.kv.block_size);
+  if (!plan.ok()) return plan.error();
+  const engine::CudaKvPlan& p = plan.value();
+  engine::CudaRunnerOptions o;
+  o.max_context = p.max_context;
+  o.emulate = emulate_cuda();
+  const bool lowered = p.max_context < c.scheduler.max_model_len;
+  c.scheduler.max_model_len = static_cast<int32_t>(p.max_context);
+  c.kv.num_blocks = p.num_blocks;
+  c.kv_cache_memory = 0;
+  note = "cuda: V4.1, " + std::to_string(c.scheduler.max_num_seqs) + " sequence slots x " +
+         std::to_string(p.max_context) + " positions, " + mib(p.state_bytes) + " of KV state" +
+         (lowered ? " (max_model_len lowered to fit the KV budget)" : "") + ", no prefix cache" +
+         (o.emulate ? ", emulated on the host" : "");
+  return std::unique_ptr<engine::ModelRunner>(new engine::CudaV41ModelRunner(model, o));
+#else
   return Error{"--device cuda: this build has no CUDA backend"};
 #endif
 }

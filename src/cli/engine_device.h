@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "model/v41_model.h"
 
 namespace deepinfer::cli {
 
@@ -27,5 +28,12 @@ Result<std::unique_ptr<engine::ModelRunner>> make_engine_runner(model::Model& mo
                                                                 int64_t kv_budget,
                                                                 engine::EngineConfig& config,
                                                                 std::string& note);
+
+// The CUDA runner for a V4.1 model (CudaV41Model slots sized as for V4 above); an error in builds
+// without the CUDA backend.
+Result<std::unique_ptr<engine::ModelRunner>> make_cuda_v41_runner(model::v41::V41Model& model,
+                                                                  int64_t kv_budget,
+                                                                  engine::EngineConfig& config,
+                                                                  std::string& note);
 
 }  // namespace deepinfer::cli

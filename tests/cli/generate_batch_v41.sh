@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `deepinfer generate --batch` on the DeepSeek V4.1 fixture runs through the engine's V4.1 runner:
+# `deepinfer generate --batch --device cpu` on the DeepSeek V4.1 fixture runs through the engine's
+# V4.1 CPU runner (the one with a prefix cache):
 # one JSON result per input line in input order; a request sharing a 40-token prefix with an
 # earlier one (run one at a time) reuses two cached blocks of 16 and answers exactly what it
 # answers with the prefix cache off; a text prompt is tokenized and decoded; a bad id gives that
@@ -27,9 +28,9 @@ with open(tmp + "/in.jsonl", "w") as f:
 with open(tmp + "/second.jsonl", "w") as f:
     f.write(json.dumps(lines[1]) + "\n")
 PY
-"$bin" generate --model "$dir" --threads 1 --max-num-seqs 1 --batch "$tmp/in.jsonl" \
+"$bin" generate --model "$dir" --device cpu --threads 1 --max-num-seqs 1 --batch "$tmp/in.jsonl" \
   >"$tmp/out.jsonl" 2>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: generate --batch"; exit 1; }
-"$bin" generate --model "$dir" --threads 1 --no-prefix-cache --batch "$tmp/second.jsonl" \
+"$bin" generate --model "$dir" --device cpu --threads 1 --no-prefix-cache --batch "$tmp/second.jsonl" \
   >"$tmp/cold.jsonl" 2>>"$tmp/err" || { cat "$tmp/err"; echo "FAIL: cold run"; exit 1; }
 /usr/bin/python3 - "$tmp" <<'PY' || { cat "$tmp/out.jsonl" "$tmp/cold.jsonl"; exit 1; }
 import json, sys

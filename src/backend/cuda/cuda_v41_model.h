@@ -22,6 +22,11 @@ struct V41EngramParts;
 
 namespace deepinfer::cuda {
 
+// Device bytes of one V4.1 sequence slot as CudaV41Model allocates them: the bounded part (window
+// rings of every layer, the ratio-2 compressor tails) and the kv sources' entry stores
+// (compressed entries, index keys) for max_context positions.
+CudaSlotBytes cuda_v41_slot_bytes(const model::v41::V41Config& config, int64_t max_context);
+
 class CudaV41Model {
  public:
   // Loads a V4.1 folder (through model::v41::V41Model) and uploads it.

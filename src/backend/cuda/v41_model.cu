@@ -153,6 +153,21 @@ Status CudaV41Model::Impl::upload(const V41Config& config, const model::v41::V41
   return Status::Ok();
 }
 
+CudaSlotBytes cuda_v41_slot_bytes(const V41Config& c, int64_t max_context) {
+  CudaSlotBytes b;
+  const int64_t D = c.head_dim, Di = c.index_head_dim, f = sizeof(float);
+  for (int l = 0; l < c.num_layers; ++l) {
+    b.bounded += int64_t{c.sliding_window} * D * f;
+    if (!c.is_kv_source(l) || c.ratio(l) == 0) continue;
+    const int r = c.ratio(l);
+    const int64_t row = (D + (c.is_index_source(l) ? Di : 0)) * f;
+    b.entries += max_context / r * row;
+    b.entry_bytes_per_position += static_cast<double>(row) / r;
+    if (r > 1) b.bounded += 2 * int64_t{r} * D * f;
+  }
+  return b;
+}
+
 void CudaV41Model::Impl::allocate() {
   const V41Config& c = cfg;
   const int64_t S = opt.max_sequences, ctx = opt.max_context, D = c.head_dim;

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_model.h"
 #include "common/result.h"
+#include "engine/cuda/slot_step.h"
 #include "engine/model_runner.h"
 #include "model/model.h"
 
@@ -57,22 +58,12 @@ class CudaModelRunner : public ModelRunner {
   const CudaRunnerOptions& options() const { return options_; }
 
  private:
-  Status run_decodes(std::span<float> logits);
-
   const model::Model* cpu_;
   model::ModelConfig config_;
   CudaRunnerOptions options_;
   std::unique_ptr<cuda::CudaModel> model_;
   int num_slots_ = 0;
-  // execute() scratch, reused across steps: per sequence its next position and logits row
-  // (-1: none); one round's single-token pieces and their output rows.
-  std::vector<int32_t> cursor_;
-  std::vector<int64_t> logits_row_;
-  std::vector<int> dec_slots_;
-  std::vector<int32_t> dec_ids_;
-  std::vector<int64_t> dec_rows_;
-  std::vector<float> dec_logits_;
-  std::vector<int32_t> dec_argmax_;
+  SlotStepScratch scratch_;
 };
 
 }  // namespace deepinfer::engine

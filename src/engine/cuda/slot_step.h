@@ -1,0 +1,122 @@
+// One engine step over a CUDA model of fixed sequence slots (cuda::CudaModel, cuda::CudaV41Model:
+// reset / position / prefill / decode): engine state slot i is device slot i, a sequence's first
+// chunk resets its slot, prompt positions of a sequence run as one prefill, generated positions
+// (a recompute after preemption) one at a time as they first ran, and every single-token piece of
+// a round goes into one batched decode. Shared by the V4 and V4.1 CUDA runners.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "engine/model_runner.h"
+
+namespace deepinfer::engine {
+
+// Scratch reused across steps: per sequence its next position and logits row (-1: none); one
+// round's single-token pieces and their output rows.
+struct SlotStepScratch {
+  std::vector<int32_t> cursor;
+  std::vector<int64_t> logits_row;
+  std::vector<int> dec_slots;
+  std::vector<int32_t> dec_ids;
+  std::vector<int64_t> dec_rows;
+  std::vector<float> dec_logits;
+  std::vector<int32_t> dec_argmax;
+};
+
+template <class Model>
+Status run_slot_decodes(Model& model, int64_t V, SlotStepScratch& s, std::span<float> logits) {
+  const size_t B = s.dec_slots.size();
+  if (B == 0) return Status::Ok();
+  // Straight into the engine's rows when every piece wants logits and their rows follow one
+  // another (a plain decode step); otherwise through scratch.
+  bool direct = s.dec_rows[0] >= 0;
+  for (size_t b = 1; b < B && direct; ++b) direct = s.dec_rows[b] == s.dec_rows[0] + int64_t(b);
+  if (direct)
+    return model.decode(s.dec_slots, s.dec_ids, logits.data() + s.dec_rows[0] * V, nullptr);
+  bool any = false;
+  for (int64_t r : s.dec_rows) any |= r >= 0;
+  if (!any) {  // recomputed positions only: the argmax copy-back waits for the step
+    s.dec_argmax.resize(B);
+    return model.decode(s.dec_slots, s.dec_ids, nullptr, s.dec_argmax.data());
+  }
+  s.dec_logits.resize(B * static_cast<size_t>(V));
+  if (Status st = model.decode(s.dec_slots, s.dec_ids, s.dec_logits.data(), nullptr); !st.ok())
+    return st;
+  for (size_t b = 0; b < B; ++b)
+    if (s.dec_rows[b] >= 0)
+      std::copy_n(s.dec_logits.data() + b * V, V, logits.data() + s.dec_rows[b] * V);
+  return Status::Ok();
+}
+
+template <class Model>
+Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V,
+                     SlotStepScratch& s, std::span<const RunnerSequence> batch,
+                     std::span<float> logits) {
+  const size_t n = batch.size();
+  s.cursor.resize(n);
+  s.logits_row.resize(n);
+  int64_t row = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const RunnerSequence& seq = batch[i];
+    if (seq.slot < 0 || seq.slot >= num_slots)
+      return Error{"cuda runner: bad state slot " + std::to_string(seq.slot)};
+    for (size_t k = 0; k < i; ++k)
+      if (batch[k].slot == seq.slot) return Error{"cuda runner: a step names a slot twice"};
+    if (seq.fresh) {
+      if (seq.start != 0) return Error{"cuda runner: no prefix snapshots (prefix caching is off)"};
+      model.reset(seq.slot);
+    }
+    if (model.position(seq.slot) != seq.start)
+      return Error{"cuda runner: slot " + std::to_string(seq.slot) + " is at position " +
+                   std::to_string(model.position(seq.slot)) + ", the step starts at " +
+                   std::to_string(seq.start)};
+    if (seq.start + static_cast<int64_t>(seq.tokens.size()) > max_context)
+      return Error{"cuda runner: the sequence would pass the slots' " +
+                   std::to_string(max_context) + " positions"};
+    s.cursor[i] = seq.start;
+    s.logits_row[i] = seq.want_logits ? row++ : -1;
+  }
+  if (static_cast<int64_t>(logits.size()) < row * V)
+    return Error{"cuda runner: the logits span is too small"};
+  // Rounds: prompt positions in one prefill, generated positions (a recompute after preemption)
+  // one at a time, as they first ran; every single-token piece of a round in one decode.
+  for (;;) {
+    s.dec_slots.clear();
+    s.dec_ids.clear();
+    s.dec_rows.clear();
+    bool ran = false;
+    for (size_t i = 0; i < n; ++i) {
+      const RunnerSequence& seq = batch[i];
+      const int32_t p = s.cursor[i], end = seq.start + static_cast<int32_t>(seq.tokens.size());
+      if (p >= end) continue;
+      const int32_t piece_end = p < seq.num_prompt ? std::min(end, seq.num_prompt) : p + 1;
+      const bool want = piece_end == end && seq.want_logits;
+      const auto ids = seq.tokens.subspan(static_cast<size_t>(p - seq.start),
+                                          static_cast<size_t>(piece_end - p));
+      s.cursor[i] = piece_end;
+      ran = true;
+      if (ids.size() == 1) {
+        s.dec_slots.push_back(seq.slot);
+        s.dec_ids.push_back(ids[0]);
+        s.dec_rows.push_back(want ? s.logits_row[i] : -1);
+        continue;
+      }
+      const int64_t last = static_cast<int64_t>(ids.size()) - 1;
+      if (Status st = model.prefill(
+              seq.slot, ids, want ? std::span<const int64_t>(&last, 1) : std::span<const int64_t>(),
+              want ? logits.data() + s.logits_row[i] * V : nullptr);
+          !st.ok())
+        return st;
+    }
+    if (!ran) break;
+    if (Status st = run_slot_decodes(model, V, s, logits); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+}  // namespace deepinfer::engine
