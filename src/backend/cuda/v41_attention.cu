@@ -22,7 +22,10 @@ DI_HD inline bool ranks_before(const float* s, int32_t a, int32_t b) {
 
 // The top min(k, n) of s[0, n) by rank, sorted ascending into picks; returns how many.
 DI_HD inline int top_sorted(const float* s, int n, int k, int32_t* picks) {
-  if (k > n) k = n;
+  if (k >= n) {  // every entry: already in index order
+    for (int32_t j = 0; j < n; ++j) picks[j] = j;
+    return n > 0 ? n : 0;
+  }
   int32_t prev = -1;
   for (int i = 0; i < k; ++i) {  // the next best is the best ranked after the previous pick
     int32_t best = -1;

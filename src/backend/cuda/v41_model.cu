@@ -220,7 +220,7 @@ void CudaV41Model::Impl::allocate() {
   f(gsc, N * c.n_routed_experts), f(wsel, N * k), f(h1, N * k * inter), f(h3, N * k * inter);
   f(ye, N * k * d), f(ys, N * d), f(sh1, N * inter), f(sh3, N * inter), f(emb, N * e_in);
   f(ekv, N * (hc + 1) * d), f(xh, N * hc * d), f(ph, N * hc), f(uh, N * d);
-  f(lg, N * c.vocab_size);
+  f(lg, N * c.vocab_size), f(rss, N);
   topk.allocate(exec, static_cast<size_t>(N * std::max(c.index_topk, 1)));
   bpick.allocate(exec, static_cast<size_t>(N * cand_stride));
   sel.allocate(exec, static_cast<size_t>(N * k));
@@ -396,7 +396,7 @@ Status CudaV41Model::Impl::run(std::span<const Segment> segs, std::span<const in
     // attention: collapse with the previous sublayer's pre, mixes from this input
     linear(e, Xc, hc * d, n, w.hc_attn_fn, mix.ptr, mixw, false, nullptr);
     hm_p.scale = w.hc_attn_scale, hm_p.base = w.hc_attn_base;
-    v41::hc_mixes(e, hm_p, Xc, mix.ptr, n, pre_a.ptr, post.ptr, comb.ptr);
+    v41::hc_mixes(e, hm_p, Xc, mix.ptr, n, pre_a.ptr, post.ptr, comb.ptr, rss.ptr);
     v41::hc_collapse(e, Xc, pre_mix.ptr, n, hc, d, u.ptr);
     v41::rms_norm_bf16(e, u.ptr, n, d, w.attn_norm, eps, u.ptr);
     attention(l, st, u.ptr, yv.ptr);
@@ -405,7 +405,7 @@ Status CudaV41Model::Impl::run(std::span<const Segment> segs, std::span<const in
     // MoE: collapse with the attention's pre
     linear(e, Xc, hc * d, n, w.hc_ffn_fn, mix.ptr, mixw, false, nullptr);
     hm_p.scale = w.hc_ffn_scale, hm_p.base = w.hc_ffn_base;
-    v41::hc_mixes(e, hm_p, Xc, mix.ptr, n, pre_mix.ptr, post.ptr, comb.ptr);
+    v41::hc_mixes(e, hm_p, Xc, mix.ptr, n, pre_mix.ptr, post.ptr, comb.ptr, rss.ptr);
     v41::hc_collapse(e, Xc, pre_a.ptr, n, hc, d, u.ptr);
     v41::rms_norm_bf16(e, u.ptr, n, d, w.ffn_norm, eps, u.ptr);
     moe(l, st, u.ptr, yv.ptr);

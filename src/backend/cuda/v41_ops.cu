@@ -1,4 +1,5 @@
 // Bodies of the V4.1 row operations (v41_ops.cuh); each mirrors its CPU step in src/model.
+#include "backend/cuda/gemv.cuh"
 #include "backend/cuda/ops.cuh"
 #include "backend/cuda/v41_ops.cuh"
 
@@ -28,6 +29,11 @@ void linear32(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& 
 
 void rms_norm_bf16(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
                    float* y) {
+  if (!e.emulate && fast_kernels() && dim >= 256) {  // a block per row (reduce.cu), then bf16
+    rms_norm_fast(e, x, rows, dim, w, eps, y);
+    round_bf16(e, y, rows * dim);
+    return;
+  }
   e.each(rows, [=] DI_HD(int64_t r) {
     const float* xr = x + r * dim;
     float ss = 0.0f;
@@ -89,14 +95,20 @@ void fp4_quant_e4m3(Exec& e, float* x, int64_t rows, int64_t dim, int block) {
 }
 
 void hc_mixes(Exec& e, const HcMix& p, const float* X, float* mix, int64_t n, float* pre,
-              float* post, float* comb) {
+              float* post, float* comb, float* row_ss) {
   const HcMix q = p;
+  const bool have_ss = !e.emulate && fast_kernels() && row_ss;
+  if (have_ss) sum_squares_fast(e, X, n, q.hc * q.d, row_ss);
   e.each(n, [=] DI_HD(int64_t t) {
     const int hc = q.hc, mixw = (2 + hc) * hc;
     const int64_t width = hc * q.d;
     const float* x = X + t * width;
     float ss = 0.0f;
-    for (int64_t k = 0; k < width; ++k) ss += x[k] * x[k];
+    if (have_ss) {
+      ss = row_ss[t];
+    } else {
+      for (int64_t k = 0; k < width; ++k) ss += x[k] * x[k];
+    }
     const float rs = 1.0f / sqrtf(ss / static_cast<float>(width) + q.rms_eps);
     float* mt = mix + t * mixw;
     for (int i = 0; i < mixw; ++i) mt[i] *= rs;

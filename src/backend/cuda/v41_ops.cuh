@@ -15,7 +15,8 @@ namespace deepinfer::cuda::v41 {
 void linear32(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
               int64_t ldy, bool bf16_out, float* xq);
 
-// y = bf16(w ⊙ (x · rsqrt(mean(x²) + eps))) per row (w may be null); in place allowed.
+// y = bf16(w ⊙ (x · rsqrt(mean(x²) + eps))) per row (w may be null); in place allowed. On the
+// device (fast kernels) the sum of squares is a block reduction.
 void rms_norm_bf16(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
                    float* y);
 
@@ -39,8 +40,9 @@ struct HcMix {
   const float* scale = nullptr;  // [3]
   const float* base = nullptr;   // [(2+hc)·hc]
 };
+// row_ss: scratch [n] for the rows' sums of squares (the device's block reduction), may be null.
 void hc_mixes(Exec& e, const HcMix& p, const float* X, float* mix, int64_t n, float* pre,
-              float* post, float* comb);
+              float* post, float* comb, float* row_ss);
 // u = bf16(Σ_j pre_j · X_j).
 void hc_collapse(Exec& e, const float* X, const float* pre, int64_t n, int hc, int64_t d, float* u);
 // X_out_j = bf16(post_j · y + Σ_i comb_ij · X_i).
