@@ -5,6 +5,7 @@
 // the same load on the engine directly (server overhead); the server process's CPU time per
 // streamed token; and the server's memory per open stream. Prints a Markdown table.
 // Usage: bench_server_load_bench [max_tokens (16)] [levels, e.g. 1,64,512,1000] [io_threads (1)]
+//        [client_threads (1)]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,9 +15,11 @@
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -59,7 +62,8 @@ std::string chat_request(int max_tokens) {
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
-// One streaming exchange: counts "data: " frames as they arrive, until [DONE].
+// One streaming exchange: counts "data: " frames as they arrive, until [DONE]. Reads land after
+// the previous read's last bytes (a marker may straddle reads), so nothing is copied per read.
 asio::awaitable<void> one_stream(tcp::endpoint ep, const std::string& request, StreamResult& out,
                                  std::atomic<int>* started) {
   tcp::socket s(co_await asio::this_coro::executor);
@@ -69,27 +73,30 @@ asio::awaitable<void> one_stream(tcp::endpoint ep, const std::string& request, S
   auto [wec, wn] = co_await asio::async_write(s, asio::buffer(request), kNoThrow);
   (void)wn;
   if (wec) co_return;
-  char buf[2048];
-  std::string carry;  // the tail of the previous read (a marker may straddle reads)
+  constexpr size_t kKeep = 11;  // bytes kept between reads: "data: [DONE]" minus one
+  char buf[4096];
+  size_t kept = 0;
   Clock::time_point first{}, last{};
   bool status_checked = false, done = false;
   for (;;) {
-    auto [rec, n] = co_await s.async_read_some(asio::buffer(buf), kNoThrow);
+    auto [rec, n] =
+        co_await s.async_read_some(asio::buffer(buf + kept, sizeof buf - kept), kNoThrow);
     if (rec) break;
     const auto now = Clock::now();
-    std::string text = carry + std::string(buf, n);
+    const std::string_view text(buf, kept + n);
     if (!status_checked) {
       if (text.size() < 12) {
-        carry = text;
+        kept = text.size();
         continue;
       }
       status_checked = true;
-      if (text.compare(0, 12, "HTTP/1.1 200") != 0) break;
+      if (text.substr(0, 12) != "HTTP/1.1 200") break;
     }
+    // A marker wholly inside the kept bytes was counted by the previous read.
     size_t pos = 0, frames = 0;
-    while ((pos = text.find("data: ", pos)) != std::string::npos) {
-      ++frames;
-      if (text.compare(pos, 12, "data: [DONE]") == 0) done = true;
+    while ((pos = text.find("data: ", pos)) != std::string_view::npos) {
+      if (pos + 6 > kept) ++frames;
+      if (text.substr(pos, 12) == "data: [DONE]") done = true;
       pos += 6;
     }
     if (frames > 0) {
@@ -100,8 +107,9 @@ asio::awaitable<void> one_stream(tcp::endpoint ep, const std::string& request, S
       last = now;
       out.frames += static_cast<int>(frames);
     }
-    carry = text.size() > 6 ? text.substr(text.size() - 5) : text;
     if (done) break;
+    kept = std::min(kKeep, text.size());
+    std::memmove(buf, text.data() + text.size() - kept, kept);
   }
   out.ok = done;
   if (out.frames > 0) {
@@ -113,16 +121,20 @@ asio::awaitable<void> one_stream(tcp::endpoint ep, const std::string& request, S
   }
 }
 
+// n streams over `threads` client threads, each with its own event loop (streams round-robin),
+// so that the load generator is not what limits 1,000 streams on a many-core host.
 std::vector<StreamResult> run_clients(uint16_t port, int n, int max_tokens, int threads,
                                       std::atomic<int>* started = nullptr) {
-  asio::io_context ioc;
   const std::string request = chat_request(max_tokens);
   std::vector<StreamResult> results(static_cast<size_t>(n));
   tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
-  for (auto& r : results) asio::co_spawn(ioc, one_stream(ep, request, r, started), asio::detached);
+  std::vector<asio::io_context> loops(static_cast<size_t>(std::max(1, threads)));
+  for (size_t i = 0; i < results.size(); ++i)
+    asio::co_spawn(loops[i % loops.size()], one_stream(ep, request, results[i], started),
+                   asio::detached);
   std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
-  ioc.run();
+  for (size_t i = 1; i < loops.size(); ++i) pool.emplace_back([&loops, i] { loops[i].run(); });
+  loops[0].run();
   for (auto& t : pool) t.join();
   return results;
 }
@@ -241,6 +253,7 @@ struct ClientCommand {
   int n = 0;
   int max_tokens = 0;
   int hold = 0;
+  int threads = 1;
 };
 
 bool read_all(int fd, void* data, size_t size) {
@@ -275,10 +288,10 @@ bool write_all(int fd, const void* data, size_t size) {
         const char c = 1;
         if (!write_all(out, &c, 1)) _exit(1);
       });
-      results = run_clients(cmd.port, cmd.n, cmd.max_tokens, 1, &started);
+      results = run_clients(cmd.port, cmd.n, cmd.max_tokens, cmd.threads, &started);
       signaller.join();
     } else {
-      results = run_clients(cmd.port, cmd.n, cmd.max_tokens, 1);
+      results = run_clients(cmd.port, cmd.n, cmd.max_tokens, cmd.threads);
     }
     if (!write_all(out, results.data(), results.size() * sizeof(StreamResult))) _exit(1);
   }
@@ -329,6 +342,31 @@ deepinfer::server::HttpServerOptions server_options(int io_threads) {
   return ho;
 }
 
+// The server's own delay per streamed token, as the transport reports it (engine event → bytes
+// taken by the socket): preallocated slots filled from the I/O threads without a lock.
+struct TokenDelays {
+  std::vector<std::pair<float, int>> slots;
+  std::atomic<size_t> used{0};
+  explicit TokenDelays(size_t capacity) : slots(capacity) {}
+  void add(double seconds, int tokens) {
+    const size_t i = used.fetch_add(1);
+    if (i < slots.size()) slots[i] = {static_cast<float>(seconds), tokens};
+  }
+  // The token-weighted percentile, ms.
+  double percentile_ms(double p) const {
+    std::vector<std::pair<float, int>> v(slots.begin(),
+                                         slots.begin() + std::min(used.load(), slots.size()));
+    std::sort(v.begin(), v.end());
+    int64_t total = 0;
+    for (const auto& e : v) total += e.second;
+    int64_t seen = 0;
+    for (const auto& e : v)
+      if ((seen += e.second) > static_cast<int64_t>(p * static_cast<double>(total)))
+        return e.first * 1e3;
+    return v.empty() ? 0 : v.back().first * 1e3;
+  }
+};
+
 // Server RSS growth per open stream: the client process holds `n` slow streams open.
 double memory_per_stream_kb(ClientProcess& client, int n, int io_threads) {
   HarnessOptions o = bench_options();
@@ -362,6 +400,7 @@ int main(int argc, char** argv) {
     while (std::getline(ss, item, ',')) levels.push_back(std::stoi(item));
   }
   const int io_threads = argc > 3 ? std::atoi(argv[3]) : 1;
+  const int client_threads = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
   // The client process first: the fork must happen before any thread exists.
   ClientProcess client;
   if (!client.start()) {
@@ -372,22 +411,25 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   std::vector<std::pair<int, std::pair<double, double>>> cpu;  // streams → (HTTP, engine) µs/token
+  std::vector<std::pair<int, std::pair<double, double>>> delay;  // streams → (p50, p99) ms
   for (int n : levels) {
     ServiceHarness h(bench_options());
     if (!h.ok()) {
       std::fprintf(stderr, "harness: %s\n", h.error().c_str());
       return 1;
     }
+    TokenDelays delays(static_cast<size_t>(n) * (max_tokens + 2));
+    auto options = server_options(io_threads);
+    options.on_token_delay = [&delays](double s, int t) { delays.add(s, t); };
     deepinfer::server::HttpServer server(
-        server_options(io_threads),
-        [&h](deepinfer::server::HttpRequest q, deepinfer::server::ResponderPtr r) {
+        options, [&h](deepinfer::server::HttpRequest q, deepinfer::server::ResponderPtr r) {
           h.router().handle(std::move(q), std::move(r));
         });
     if (!server.start().ok()) return 1;
     const double tokens = static_cast<double>(n) * max_tokens;
     auto t0 = Clock::now();
     double cpu0 = process_cpu_seconds();
-    client.send(ClientCommand{server.port(), n, max_tokens, 0});
+    client.send(ClientCommand{server.port(), n, max_tokens, 0, client_threads});
     auto results = client.results(n);
     const double http_cpu = (process_cpu_seconds() - cpu0) / tokens * 1e6;
     rows.push_back(
@@ -401,10 +443,13 @@ int main(int argc, char** argv) {
     rows.push_back(
         summarize(n, "engine", direct, std::chrono::duration<double>(Clock::now() - t0).count()));
     cpu.push_back({n, {http_cpu, engine_cpu}});
+    delay.push_back({n, {delays.percentile_ms(0.5), delays.percentile_ms(0.99)}});
   }
   client.stop();
-  std::printf("max_tokens %d per stream, prompt 64 tokens, %d server I/O thread(s)\n\n", max_tokens,
-              io_threads);
+  std::printf(
+      "max_tokens %d per stream, prompt 64 tokens, %d server I/O thread(s), %d client "
+      "thread(s)\n\n",
+      max_tokens, io_threads, client_threads);
   std::printf(
       "| streams | path | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms | req/s | errors "
       "|\n");
@@ -416,6 +461,10 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---|---|\n");
   for (const auto& [n, c] : cpu)
     std::printf("| %d | %.2f | %.2f | %.2f |\n", n, c.first, c.second, c.first - c.second);
+  std::printf(
+      "\n| streams | server delay per token p50 ms | p99 ms |\n|---|---|---|\n");  // engine →
+                                                                                   // socket
+  for (const auto& [n, d] : delay) std::printf("| %d | %.3f | %.3f |\n", n, d.first, d.second);
   std::printf("\nserver RSS per open stream (1000 streams): %.1f KB\n", kb_per_stream);
   return 0;
 }

@@ -54,8 +54,8 @@ std::string default_model_dir() {
   return std::string(DEEPINFER_SOURCE_DIR) + "/models/default";
 }
 
-std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const ServeFlags& f, const std::string& model_dir,
-                                                     bool v41) {
+std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const ServeFlags& f,
+                                                     const std::string& model_dir, bool v41) {
   std::string path = f.tokenizer;
   std::error_code ec;
   if (path.empty())
@@ -105,6 +105,9 @@ void run(const ServeFlags& f) {
   http_options.port = static_cast<uint16_t>(f.port);
   http_options.io_threads = f.io_threads;
   http_options.max_body_bytes = static_cast<size_t>(max_body.value());
+  http_options.on_token_delay = [&metrics](double seconds, int tokens) {
+    metrics.stream_token_delay_seconds.observe(seconds, static_cast<uint64_t>(tokens));
+  };
   server::HttpServer http(http_options, [&router](server::HttpRequest q, server::ResponderPtr r) {
     router.handle(std::move(q), std::move(r));
   });
@@ -113,7 +116,8 @@ void run(const ServeFlags& f) {
             << " (503 until the model is loaded)\n";
 
   const auto t0 = std::chrono::steady_clock::now();
-  const int threads = f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      f.threads > 0 ? f.threads : static_cast<int>(std::thread::hardware_concurrency());
   std::cerr << "deepinfer serve: loading " << model_dir << " ...\n";
   // V4 or V4.1 from config.json; either runs through the engine.
   auto loaded = engine::load_engine_model(model_dir, threads, false);
@@ -122,9 +126,12 @@ void run(const ServeFlags& f) {
   for (const std::string& note : model.notes)
     std::cerr << "deepinfer serve: note: " << note << "\n";
   bool v41 = false;
-  if (f.encoding == "v41") v41 = true;
-  else if (f.encoding == "auto") v41 = model.is_v41();
-  else if (f.encoding != "v4") fail("--encoding must be v4, v41 or auto");
+  if (f.encoding == "v41")
+    v41 = true;
+  else if (f.encoding == "auto")
+    v41 = model.is_v41();
+  else if (f.encoding != "v4")
+    fail("--encoding must be v4, v41 or auto");
   api.options().encoding = v41 ? recipe::EncodingVersion::V41 : recipe::EncodingVersion::V4;
   auto tok = load_tokenizer(f, model_dir, v41);
   if (static_cast<int64_t>(tok->vocab_size()) > model.vocab_size)
@@ -158,7 +165,8 @@ void run(const ServeFlags& f) {
   api.options().max_model_len = eng.value()->max_model_len();
   api.attach(*tok, *eng.value());
   router.set_ready(true);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cerr << "deepinfer serve: model '" << api.options().served_model_name << "' ready in "
             << seconds << " s (" << model.num_layers << " layers, vocab " << model.vocab_size
             << ", max_model_len " << api.options().max_model_len << ", encoding "
@@ -168,8 +176,8 @@ void run(const ServeFlags& f) {
   sigwait(&signals, &signal);
   std::cerr << "deepinfer serve: signal " << signal << ", shutting down\n";
   router.set_ready(false);  // new requests: 503
-  api.abort_all();           // in-flight streams end with their final events and [DONE]
-  http.stop(5000);           // stop accepting; answered exchanges drain within the grace period
+  api.abort_all();          // in-flight streams end with their final events and [DONE]
+  http.stop(5000);          // stop accepting; answered exchanges drain within the grace period
   http.wait();
 }
 
@@ -177,27 +185,33 @@ void setup(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   auto* cmd = app.add_subcommand("serve", "Serve the OpenAI and Anthropic HTTP APIs over a model");
   cmd->add_option("--model", flags->model, "Model folder (default: the bundled model)");
-  cmd->add_option("--tokenizer", flags->tokenizer,
-                  "tokenizer.json or its folder (default: the model's, else the cached DeepSeek one)");
+  cmd->add_option(
+      "--tokenizer", flags->tokenizer,
+      "tokenizer.json or its folder (default: the model's, else the cached DeepSeek one)");
   cmd->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", flags->port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--api-key", flags->api_key, "Required API key (also env DEEPINFER_API_KEY)");
   cmd->add_option("--served-model-name", flags->served_model_name,
                   "Model name clients use (default: the model folder's name)");
-  cmd->add_option("--encoding", flags->encoding, "Prompt encoding: v4, v41 or auto")->capture_default_str();
+  cmd->add_option("--encoding", flags->encoding, "Prompt encoding: v4, v41 or auto")
+      ->capture_default_str();
   cmd->add_option("--device", flags->device, "cpu, cuda or auto")->capture_default_str();
   cmd->add_option("--max-model-len", flags->max_model_len, "Prompt + output tokens per request");
   cmd->add_option("--kv-cache-memory", flags->kv_cache_memory, "KV cache budget (e.g. 2G)")
       ->capture_default_str();
-  cmd->add_option("--block-size", flags->block_size, "KV block size in tokens")->capture_default_str();
-  cmd->add_option("--max-num-seqs", flags->max_num_seqs, "Requests in one batch")->capture_default_str();
+  cmd->add_option("--block-size", flags->block_size, "KV block size in tokens")
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", flags->max_num_seqs, "Requests in one batch")
+      ->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", flags->max_batched_tokens, "Tokens per engine step")
       ->capture_default_str();
   cmd->add_option("--max-concurrent-requests", flags->max_concurrent,
-                  "Running + queued requests before 429")->capture_default_str();
+                  "Running + queued requests before 429")
+      ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "Model threads (default: all cores)");
   cmd->add_option("--io-threads", flags->io_threads, "HTTP I/O threads")->capture_default_str();
-  cmd->add_option("--max-body-bytes", flags->max_body, "Largest request body")->capture_default_str();
+  cmd->add_option("--max-body-bytes", flags->max_body, "Largest request body")
+      ->capture_default_str();
   cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache, "Disable prefix caching");
   cmd->callback([flags] { run(*flags); });
 }

@@ -78,8 +78,10 @@ void GenerationSession::abort_engine() {
 
 void GenerationSession::enqueue(const engine::RequestEvent& ev) {
   bool schedule = false;
+  const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(inbox_mu_);
+    if (ev.has_token) inbox_stamp_.merge(TokenStamp{now, 1});
     inbox_.push_back(ev);
     schedule = !scheduled_;
     scheduled_ = true;
@@ -91,6 +93,7 @@ void GenerationSession::run() {
   {
     std::lock_guard lock(inbox_mu_);
     work_.swap(inbox_);
+    unsent_stamp_.merge(std::exchange(inbox_stamp_, {}));
     scheduled_ = false;
   }
   for (const auto& ev : work_) on_engine_event(ev);
@@ -208,7 +211,8 @@ void GenerationSession::on_event(std::string_view name, std::string_view data) {
 void GenerationSession::flush_frames() {
   if (setup_.stream) {
     if (!frames_.empty()) {
-      responder_->write(frames_);
+      // Tokens whose text the parser held back ride on this write with their first wait.
+      responder_->write_stamped(frames_, std::exchange(unsent_stamp_, {}));
       frames_.clear();
     }
     if (done_ && !closed_) {

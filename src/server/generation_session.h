@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -99,6 +100,8 @@ class GenerationSession final : public recipe::EventSink,
   std::vector<engine::RequestEvent> inbox_;  // queued by the engine thread
   std::vector<engine::RequestEvent> work_;   // being processed (swapped with inbox_)
   bool scheduled_ = false;                   // run() is posted and has not started
+  TokenStamp inbox_stamp_;                   // the inbox's tokens (guarded by inbox_mu_)
+  TokenStamp unsent_stamp_;                  // processed tokens not yet written
   std::atomic<uint64_t> handle_{0};
   std::atomic<bool> abort_wanted_{false};
   bool ready_sent_ = false;

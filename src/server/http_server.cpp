@@ -1,14 +1,17 @@
 #include "server/http_server.h"
 
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace deepinfer::server {
@@ -32,8 +35,11 @@ using Strand = asio::strand<asio::io_context::executor_type>;
 class SessionResponder final : public Responder,
                                public std::enable_shared_from_this<SessionResponder> {
  public:
-  explicit SessionResponder(Strand strand)
-      : strand_(strand), wake_(strand, std::chrono::steady_clock::time_point::max()) {}
+  using DelaySink = std::function<void(double, int)>;
+  SessionResponder(Strand strand, const DelaySink* on_delay)
+      : strand_(strand),
+        wake_(strand, std::chrono::steady_clock::time_point::max()),
+        on_delay_(on_delay && *on_delay ? on_delay : nullptr) {}
 
   void send(HttpResponse response) override { push(Op{Op::Kind::Send, std::move(response)}); }
   void open_stream(int status, std::string content_type, Headers headers) override {
@@ -43,13 +49,26 @@ class SessionResponder final : public Responder,
     r.headers = std::move(headers);
     push(Op{Op::Kind::Open, std::move(r)});
   }
-  // Appends to the pending bytes (their buffer and the writer's swap, so a steady stream
+  // On the strand, while the writer idles on an open stream: one non-blocking send. Otherwise
+  // appends to the pending bytes (their buffer and the writer's swap, so a steady stream
   // allocates nothing) and wakes the writer unless a wake-up is already on its way.
-  void write(std::string_view chunk) override {
+  void write(std::string_view chunk) override { write_stamped(chunk, {}); }
+  void write_stamped(std::string_view chunk, const TokenStamp& stamp) override {
     if (chunk.empty()) return;
+    if (direct_socket_ && strand_.running_in_this_thread() && nothing_queued()) {
+      const size_t unsent_before = unsent_.size();
+      if (send_direct(chunk)) {
+        if (unsent_.size() == unsent_before)
+          report(stamp);
+        else
+          unsent_stamp_.merge(stamp);
+        return;
+      }
+    }
     {
       std::lock_guard lock(mu_);
       bytes_.append(chunk);
+      bytes_stamp_.merge(stamp);
     }
     wake();
   }
@@ -70,13 +89,28 @@ class SessionResponder final : public Responder,
   }
   bool disconnected() const override { return disconnected_.load(); }
 
-  // Session side (runs on strand_): everything asked for since the last take.
-  bool take(std::vector<Op>& ops, std::string& bytes) {
+  // Session side (runs on strand_): everything asked for since the last take. `unsent` is the
+  // tail of a chunk a direct send could not finish: it goes out first, as it is.
+  bool take(std::vector<Op>& ops, std::string& bytes, TokenStamp& bytes_stamp, std::string& unsent,
+            TokenStamp& unsent_stamp) {
+    unsent.swap(unsent_);
+    unsent_stamp = std::exchange(unsent_stamp_, {});
     std::lock_guard lock(mu_);
     ops.swap(ops_);
     bytes.swap(bytes_);
-    return !ops.empty() || !bytes.empty();
+    bytes_stamp = std::exchange(bytes_stamp_, {});
+    return !ops.empty() || !bytes.empty() || !unsent.empty();
   }
+  // The socket took the bytes of these tokens.
+  void report(const TokenStamp& stamp) const {
+    if (!on_delay_ || stamp.tokens == 0) return;
+    (*on_delay_)(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - stamp.produced).count(),
+        stamp.tokens);
+  }
+  // While the writer waits with nothing in flight on an open stream, chunks written on the
+  // strand go straight to the socket (one non-blocking send, no wake-up of the writer).
+  void allow_direct(tcp::socket* socket) { direct_socket_ = socket; }
   asio::steady_timer& wake_timer() { return wake_; }
   void mark_disconnected() {
     std::function<void()> callback;
@@ -89,6 +123,37 @@ class SessionResponder final : public Responder,
   }
 
  private:
+  bool nothing_queued() {
+    std::lock_guard lock(mu_);
+    return ops_.empty() && bytes_.empty();
+  }
+  // Sends one HTTP chunk without blocking. False: nothing was sent (the caller queues the chunk
+  // as usual); a partial send keeps the rest for the writer, which is woken for it.
+  bool send_direct(std::string_view chunk) {
+    char head[20];
+    const int head_len = std::snprintf(head, sizeof head, "%zx\r\n", chunk.size());
+    const std::array<asio::const_buffer, 3> parts{asio::buffer(head, static_cast<size_t>(head_len)),
+                                                  asio::buffer(chunk), asio::buffer("\r\n", 2)};
+    const size_t total = static_cast<size_t>(head_len) + chunk.size() + 2;
+    beast::error_code ec;
+    const size_t sent = direct_socket_->write_some(parts, ec);
+    if (sent == 0) {
+      direct_socket_ = nullptr;  // the writer takes over (and sees the error, if any)
+      return false;
+    }
+    if (sent < total) {
+      size_t skip = sent;
+      for (const auto& b : parts) {
+        const size_t k = std::min(skip, b.size());
+        unsent_.append(static_cast<const char*>(b.data()) + k, b.size() - k);
+        skip -= k;
+      }
+      direct_socket_ = nullptr;
+      wake_.cancel();
+    }
+    return true;
+  }
+
   void push(Op op) {
     {
       std::lock_guard lock(mu_);
@@ -117,6 +182,11 @@ class SessionResponder final : public Responder,
   std::mutex mu_;
   std::vector<Op> ops_;
   std::string bytes_;
+  TokenStamp bytes_stamp_;
+  const DelaySink* on_delay_;
+  std::string unsent_;  // strand only
+  TokenStamp unsent_stamp_;
+  tcp::socket* direct_socket_ = nullptr;  // strand only: set while the writer idles
   std::atomic<bool> wake_pending_{false};
   std::function<void()> on_disconnect_;
   std::atomic<bool> disconnected_{false};
@@ -158,6 +228,8 @@ struct HttpServer::Impl {
       // SSE frames are small and latency-bound: no Nagle delay behind an unacknowledged frame.
       beast::error_code nodelay_ec;
       socket.set_option(tcp::no_delay(true), nodelay_ec);
+      // Direct sends from the strand must never block (asynchronous operations are unaffected).
+      socket.non_blocking(true, nodelay_ec);
       auto strand = asio::make_strand(ioc.get_executor());
       asio::co_spawn(strand, session(beast::tcp_stream(std::move(socket)), strand), asio::detached);
     }
@@ -208,7 +280,7 @@ struct HttpServer::Impl {
       }
       request.body = std::move(req.body());
 
-      auto responder = std::make_shared<SessionResponder>(strand);
+      auto responder = std::make_shared<SessionResponder>(strand, &options.on_token_delay);
       ++open_exchanges;
       handler(std::move(request), responder);
       stream.expires_never();
@@ -250,17 +322,26 @@ struct HttpServer::Impl {
   asio::awaitable<bool> drain(beast::tcp_stream& stream, SessionResponder& responder,
                               unsigned version, bool keep_alive) {
     std::vector<Op> ops;
-    std::string bytes;
+    std::string bytes, unsent;
+    TokenStamp bytes_stamp, unsent_stamp;
     bool streaming = false;
     for (;;) {
-      if (!responder.take(ops, bytes)) {
+      if (!responder.take(ops, bytes, bytes_stamp, unsent, unsent_stamp)) {
         responder.wake_timer().expires_at(std::chrono::steady_clock::time_point::max());
+        if (streaming) responder.allow_direct(&stream.socket());
         co_await responder.wake_timer().async_wait(kNoThrow);
+        responder.allow_direct(nullptr);
         continue;
       }
       beast::error_code ec;
+      if (!unsent.empty()) {
+        std::tie(ec, std::ignore) =
+            co_await asio::async_write(stream.socket(), asio::buffer(unsent), kNoThrow);
+        if (!ec) responder.report(unsent_stamp);
+        unsent.clear();
+      }
       size_t i = 0;
-      for (; i < ops.size() && ops[i].kind != Op::Kind::Close; ++i) {
+      for (; !ec && i < ops.size() && ops[i].kind != Op::Kind::Close; ++i) {
         Op& op = ops[i];
         if (op.kind == Op::Kind::Send) {
           if (streaming) continue;
@@ -287,6 +368,7 @@ struct HttpServer::Impl {
       if (!ec && streaming && !bytes.empty()) {
         std::tie(ec, std::ignore) = co_await asio::async_write(
             stream.socket(), http::make_chunk(asio::buffer(bytes)), kNoThrow);
+        if (!ec) responder.report(bytes_stamp);
       }
       bytes.clear();
       if (!ec && i < ops.size()) {  // Close

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,9 @@ struct HttpServerOptions {
   int io_threads = 1;
   size_t max_body_bytes = 32u << 20;
   int idle_timeout_s = 300;
+  // Called (on an I/O thread) when the socket has taken the bytes of a stamped stream write:
+  // the seconds since its oldest token was produced, and its number of tokens.
+  std::function<void(double seconds, int tokens)> on_token_delay;
 };
 
 class HttpServer {

@@ -2,6 +2,7 @@
 // routing, auth and the API handlers never see Beast types and can be unit-tested directly.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,12 +54,29 @@ class PostedWork {
   virtual void run() = 0;
 };
 
+// The tokens a stream write carries and when the engine produced the oldest of them, so that the
+// transport can report how long they waited before the socket took their bytes.
+struct TokenStamp {
+  std::chrono::steady_clock::time_point produced{};
+  int tokens = 0;
+  void merge(const TokenStamp& o) {
+    if (o.tokens == 0) return;
+    if (tokens == 0 || o.produced < produced) produced = o.produced;
+    tokens += o.tokens;
+  }
+};
+
 class Responder {
  public:
   virtual ~Responder() = default;
   virtual void send(HttpResponse response) = 0;
   virtual void open_stream(int status, std::string content_type, Headers headers = {}) = 0;
   virtual void write(std::string_view chunk) = 0;
+  // write() of bytes that carry engine tokens (see TokenStamp).
+  virtual void write_stamped(std::string_view chunk, const TokenStamp& stamp) {
+    (void)stamp;
+    write(chunk);
+  }
   virtual void close() = 0;
   virtual void post(std::shared_ptr<PostedWork> work) = 0;
   virtual void on_disconnect(std::function<void()> callback) = 0;

@@ -36,13 +36,13 @@ std::vector<double> latency_buckets() {
 Histogram::Histogram(std::vector<double> upper_bounds)
     : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
 
-void Histogram::observe(double value) {
+void Histogram::observe(double value, uint64_t times) {
   size_t i = 0;
   while (i < bounds_.size() && value > bounds_[i]) ++i;
   std::lock_guard lock(mu_);
-  ++counts_[i];
-  sum_ += value;
-  ++count_;
+  counts_[i] += times;
+  sum_ += value * static_cast<double>(times);
+  count_ += times;
 }
 
 void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
@@ -52,8 +52,10 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
     out += name + "_bucket{le=\"";
-    if (i == bounds_.size()) out += "+Inf";
-    else append_number(out, bounds_[i]);
+    if (i == bounds_.size())
+      out += "+Inf";
+    else
+      append_number(out, bounds_[i]);
     out += "\"} " + std::to_string(cumulative) + "\n";
   }
   out += name + "_sum ";
@@ -62,7 +64,11 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 }
 
 Metrics::Metrics()
-    : ttft_seconds(latency_buckets()), tpot_seconds(latency_buckets()), e2e_seconds(latency_buckets()) {}
+    : ttft_seconds(latency_buckets()),
+      tpot_seconds(latency_buckets()),
+      e2e_seconds(latency_buckets()),
+      stream_token_delay_seconds(
+          {0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}) {}
 
 void Metrics::set_gauge_source(std::function<std::vector<Gauge>()> source) {
   gauge_source_ = std::move(source);
@@ -84,6 +90,9 @@ std::string Metrics::render() const {
   ttft_seconds.render(out, "deepinfer_time_to_first_token_seconds", "Time to first token.");
   tpot_seconds.render(out, "deepinfer_time_per_output_token_seconds", "Time per output token.");
   e2e_seconds.render(out, "deepinfer_e2e_request_latency_seconds", "End-to-end request latency.");
+  stream_token_delay_seconds.render(
+      out, "deepinfer_stream_token_delay_seconds",
+      "Per streamed token: engine event to its bytes taken by the socket.");
   if (gauge_source_)
     for (const auto& g : gauge_source_())
       counter(out, g.name.c_str(), g.help.c_str(), g.value, "gauge");

@@ -17,7 +17,7 @@ namespace deepinfer::server {
 class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);
-  void observe(double value);
+  void observe(double value, uint64_t times = 1);
   void render(std::string& out, const std::string& name, const std::string& help) const;
 
  private:
@@ -46,6 +46,8 @@ class Metrics {
   Histogram ttft_seconds;
   Histogram tpot_seconds;
   Histogram e2e_seconds;
+  // Per streamed token: engine event → its SSE bytes taken by the socket (the server's delay).
+  Histogram stream_token_delay_seconds;
 
   // Extra gauges (engine state) sampled at scrape time.
   void set_gauge_source(std::function<std::vector<Gauge>()> source);
