@@ -256,6 +256,24 @@ TEST_P(CudaV41Emulated, PrefillAndChunkedPrefill) {
   if (!gpu_) return;
   prefill_test(true);
 }
+// load(dir) keeps no CPU model: it answers as from_model on a live one, bitwise.
+TEST_P(CudaV41Emulated, LoadEqualsFromModel) {
+  open(true);
+  if (!gpu_) return;
+  CudaModelOptions o;
+  o.emulate = true;
+  o.max_context = 512;
+  auto loaded = CudaV41Model::load(dir_, o);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  const auto all = ref_.i32("input_ids");
+  const std::vector<int32_t> ids(all.begin(), all.begin() + 30);
+  const std::vector<int64_t> rows = {0, 13, 29};
+  std::vector<float> a(rows.size() * static_cast<size_t>(V_)), b(a.size());
+  ASSERT_TRUE(loaded.value()->prefill(0, ids, rows, a.data()).ok());
+  gpu_->reset(0);
+  ASSERT_TRUE(gpu_->prefill(0, ids, rows, b.data()).ok());
+  EXPECT_EQ(a, b);
+}
 TEST_P(CudaV41Emulated, RejectsBadInput) {
   open(true);
   if (!gpu_) return;

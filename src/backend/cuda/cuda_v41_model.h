@@ -32,7 +32,8 @@ class CudaV41Model {
   // Loads a V4.1 folder (through model::v41::V41Model) and uploads it.
   static Result<std::unique_ptr<CudaV41Model>> load(const std::string& dir,
                                                     const CudaModelOptions& options = {});
-  // Uploads an already loaded CPU model (it must outlive this call only).
+  // Uploads an already loaded CPU model (it must outlive this call only: the Engram layout the
+  // host-side hash needs is copied).
   static Result<std::unique_ptr<CudaV41Model>> from_model(const model::v41::V41Model& cpu,
                                                           const CudaModelOptions& options = {});
   // From a config and weight views alone (benchmarks of synthetic slices); engram may be null

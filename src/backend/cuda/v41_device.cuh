@@ -65,7 +65,6 @@ struct V41Step {
 
 struct CudaV41Model::Impl {
   Exec exec;
-  std::unique_ptr<model::v41::V41Model> owned;
   model::v41::V41Config cfg;
   CudaModelOptions opt;
   std::vector<DeviceArray<uint8_t>> blobs;
@@ -77,7 +76,9 @@ struct CudaV41Model::Impl {
   const float *main_cos = nullptr, *main_sin = nullptr, *comp_cos = nullptr, *comp_sin = nullptr;
   int scoring = 0;
   // Engram (host hash, device tables)
-  const model::v41::V41EngramParts* engram = nullptr;
+  bool has_engram = false;
+  model::v41::EngramLayout eg_layout;  // a copy: the hash runs on the host
+  float eg_eps = 0;
   std::vector<V41DevEngram> engram_layers;  // in layout order
   std::vector<int64_t> host_engram_rows;
   model::v41::EngramHistory history;
@@ -110,6 +111,8 @@ struct CudaV41Model::Impl {
   // One launch: the segments' tokens stacked; logits of the global rows logit_rows.
   Status run(std::span<const Segment> segs, std::span<const int32_t> logit_rows, float* logits,
              int32_t* argmax);
+  std::vector<Segment> decode_segs;  // decode()'s bookkeeping, reused
+  std::vector<int32_t> decode_rows;
   void attention(int layer, const V41Step& st, const float* x, float* y);
   void compressor(int layer, const V41Step& st, const float* x, const float* qr);
   void indexer(int layer, const V41Step& st, const float* x, const float* qr);

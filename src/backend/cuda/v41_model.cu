@@ -131,11 +131,13 @@ Status CudaV41Model::Impl::upload(const V41Config& config, const model::v41::V41
     d.s2 = upload_weight(b.shared.w2);
     d.s3 = upload_weight(b.shared.w3);
   }
-  engram = engram_parts;
-  if (engram) {
-    for (const model::v41::EngramWeights& ew : engram->weights) {
+  has_engram = engram_parts != nullptr;
+  if (has_engram) {  // the hash needs the layout on the host: a copy (the CPU model may go)
+    eg_layout = engram_parts->layout;
+    eg_eps = static_cast<float>(engram_parts->config.norm_eps);
+    for (const model::v41::EngramWeights& ew : engram_parts->weights) {
       V41DevEngram d;
-      const int64_t hd = engram->layout.head_dim;
+      const int64_t hd = eg_layout.head_dim;
       DeviceArray<uint8_t> t, s;
       t.upload(exec, ew.table, static_cast<size_t>(ew.table_rows * hd));
       s.upload(exec, ew.scale, static_cast<size_t>(ew.table_rows * (hd / 32)));
@@ -201,7 +203,7 @@ void CudaV41Model::Impl::allocate() {
   N = std::max<int64_t>(opt.max_chunk_tokens, S);
   const int64_t H = c.n_heads, Hi = c.index_n_heads, G = c.o_groups;
   const int64_t e_in =
-      engram ? static_cast<int64_t>(engram->layout.n_cols()) * engram->layout.head_dim : 0;
+      has_engram ? static_cast<int64_t>(eg_layout.n_cols()) * eg_layout.head_dim : 0;
   const int64_t widest = std::max({hc * d, k * inter, H * D, G * c.o_lora_rank, e_in,
                                    static_cast<int64_t>(c.q_lora_rank), Hi * Di});
   const int bs = std::max(c.candidate_block_size, 1);
@@ -228,7 +230,7 @@ void CudaV41Model::Impl::allocate() {
   amax.allocate(exec, static_cast<size_t>(N));
   cand.allocate(exec, static_cast<size_t>(N * cand_stride));
   const int64_t e_stride =
-      engram ? static_cast<int64_t>(engram->layout.n_layers()) * engram->layout.n_cols() : 0;
+      has_engram ? static_cast<int64_t>(eg_layout.n_layers()) * eg_layout.n_cols() : 0;
   erows.allocate(exec, static_cast<size_t>(std::max<int64_t>(N * e_stride, 1)));
   workspace_bytes =
       fl + static_cast<int64_t>(topk.bytes() + bpick.bytes() + sel.bytes() + meta.bytes() +
@@ -344,8 +346,8 @@ Status CudaV41Model::Impl::run(std::span<const Segment> segs, std::span<const in
   for (int r = 1; r <= 2; ++r) st.ent[r] = mp + ent_off[r], st.n_ent[r] = n_ent[r];
   // Engram rows on the host (the hash continues each slot's recent ids), then uploaded.
   int64_t e_stride = 0;
-  if (engram) {
-    const model::v41::EngramLayout& lay = engram->layout;
+  if (has_engram) {
+    const model::v41::EngramLayout& lay = eg_layout;
     e_stride = static_cast<int64_t>(lay.n_layers()) * lay.n_cols();
     host_engram_rows.resize(static_cast<size_t>(n * e_stride));
     int64_t r0 = 0;
@@ -380,17 +382,16 @@ Status CudaV41Model::Impl::run(std::span<const Segment> segs, std::span<const in
   const int64_t mixw = c.hc_mix();
   for (int l = 0; l < c.num_layers; ++l) {
     const V41DevBlock& w = blocks[static_cast<size_t>(l)];
-    if (engram) {
-      const int li = engram->layout.layer_index(l);
+    if (has_engram) {
+      const int li = eg_layout.layer_index(l);
       if (li >= 0) {
         const V41DevEngram& eg = engram_layers[static_cast<size_t>(li)];
-        const int cols = engram->layout.n_cols(), hd = engram->layout.head_dim;
+        const int cols = eg_layout.n_cols(), hd = eg_layout.head_dim;
         v41::engram_embed(e, eg.table, eg.scale, eg.table_rows, st.engram_rows + li * cols,
                           e_stride, n, cols, hd, emb.ptr);
         v41::linear32(e, emb.ptr, int64_t{cols} * hd, n, eg.wkv, ekv.ptr, (hc + 1) * d, true,
                       xq.ptr);
-        v41::engram_gate(e, Xc, ekv.ptr, eg.qk, n, hc, d,
-                         static_cast<float>(engram->config.norm_eps));
+        v41::engram_gate(e, Xc, ekv.ptr, eg.qk, n, hc, d, eg_eps);
       }
     }
     // attention: collapse with the previous sublayer's pre, mixes from this input
@@ -449,10 +450,7 @@ Result<std::unique_ptr<CudaV41Model>> CudaV41Model::load(const std::string& dir,
                                                          const CudaModelOptions& options) {
   auto cpu = model::v41::V41Model::load(dir);
   if (!cpu.ok()) return cpu.error();
-  auto m = from_model(*cpu.value(), options);
-  if (!m.ok()) return m.error();
-  m.value()->impl_->owned = std::move(cpu.value());  // Engram's host layout and tables
-  return m;
+  return from_model(*cpu.value(), options);  // everything needed is copied or uploaded
 }
 
 Result<std::unique_ptr<CudaV41Model>> CudaV41Model::from_model(const model::v41::V41Model& cpu,
@@ -527,8 +525,10 @@ Status CudaV41Model::decode(std::span<const int> seqs, std::span<const int32_t> 
   Impl& m = *impl_;
   if (seqs.size() != ids.size()) return Error{"decode: one id per sequence"};
   if (static_cast<int64_t>(seqs.size()) > m.N) return Error{"decode: batch larger than the slots"};
-  std::vector<Impl::Segment> segs;
-  std::vector<int32_t> rows;
+  std::vector<Impl::Segment>& segs = m.decode_segs;
+  std::vector<int32_t>& rows = m.decode_rows;
+  segs.clear();
+  rows.clear();
   for (size_t b = 0; b < seqs.size(); ++b) {
     const int s = seqs[b];
     if (s < 0 || s >= m.opt.max_sequences)
