@@ -234,11 +234,16 @@ class V41Cuda : public ::testing::TestWithParam<const char*> {
                                  std::span<const int32_t>(next + s, 1), alone.data() + s * V_,
                                  nullptr)
                         .ok());
-    float diff = 0;
-    for (size_t i = 0; i < batched.size(); ++i)
-      diff = std::max(diff, std::abs(batched[i] - alone[i]));
-    std::printf("  batch of 3 vs alone: max-abs %.3g\n", diff);
-    EXPECT_LE(diff, bitwise ? 0.0f : 1e-3f);
+    // Emulated the rows are independent: the same bits. On the device the row count picks the
+    // matrix kernel (GEMV variants, tiles), so a row's last bits move and the QAT roundings
+    // amplify them: the fixture's decode bars there.
+    const RowStats st = compare(batched, alone, V_);
+    std::printf("  batch of 3 vs alone: max-abs %.3g\n", st.max);
+    if (bitwise) {
+      EXPECT_EQ(st.max, 0.0f);
+    } else {
+      expect_within(st, noise("alt2_decode_logits", "decode_logits"), "batch of 3 vs alone");
+    }
   }
 
   std::string dir_;
