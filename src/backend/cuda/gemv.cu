@@ -1,5 +1,9 @@
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "backend/cuda/gemv.cuh"
 
@@ -167,39 +171,68 @@ __global__ void gemv_experts_kernel(const float* __restrict__ x, bool x_per_slot
 }
 
 // ---- v2: four output columns per warp (the activation chunk loaded once serves four weight
-// rows), 16-byte weight loads: 8 bf16 / 16 fp8 / 16 fp4 (8 bytes) elements per lane per row.
+// rows), 16-byte weight loads: 8 bf16 / 16 fp8 / 16 fp4 (8 bytes) elements per lane per row. A
+// chunk lies in one scale block (FP8 128, FP4 32 wide), so its block scale multiplies the chunk's
+// partial sum once instead of every weight.
 template <DevFormat F>
 struct Chunk {
   static constexpr int kElems = (F == DevFormat::BF16 || F == DevFormat::F32) ? 8 : 16;
 };
 
+// A packed FP8 / FP4 chunk (16 e4m3 codes, 16 e2m1 nibbles), its block scale and its weights.
 template <DevFormat F>
-__device__ __forceinline__ void load_chunk(const DevWeight& w, int64_t o, int64_t k, float* v) {
+using Packed = std::conditional_t<F == DevFormat::FP8, uint4, uint2>;
+
+template <DevFormat F>
+__device__ __forceinline__ Packed<F> load_packed(const DevWeight& w, int64_t o, int64_t k) {
   const int64_t r = o + w.row0;
+  if constexpr (F == DevFormat::FP8) {
+    return __ldg(reinterpret_cast<const uint4*>(w.data + r * w.stride + k));
+  } else {
+    return __ldg(reinterpret_cast<const uint2*>(w.data + ((r * w.stride + k) >> 1)));
+  }
+}
+
+template <DevFormat F>
+__device__ __forceinline__ float packed_scale(const DevWeight& w, int64_t o, int64_t k) {
+  const int64_t r = o + w.row0;
+  if constexpr (F == DevFormat::FP8) return w.scale_at(r / w.block_out, k / w.block_in);
+  return w.scale_at(r, k / w.block_in);
+}
+
+__device__ __forceinline__ void decode(const uint4& q, float* v) {
+  // Two e4m3 codes per conversion instruction (exact in fp16).
+  const uint32_t u[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const auto pair = static_cast<__nv_fp8x2_storage_t>((u[i / 2] >> (16 * (i % 2))) & 0xffffu);
+    const __half2 h = __half2(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3));
+    v[2 * i] = __low2float(h);
+    v[2 * i + 1] = __high2float(h);
+  }
+}
+
+__device__ __forceinline__ void decode(const uint2& q, float* v) {
+  // e2m1 (sign, 2 exponent bits, 1 mantissa bit) placed at float bits 31 and 24..22 is the value
+  // times 2^-126 (e = 0: the denormal m/2 · 2^-126), so one exact multiply restores it.
+  const uint32_t u[2] = {q.x, q.y};
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t nib = u[i / 8] >> (4 * (i % 8));
+    const uint32_t bits = ((nib & 7u) << 22) | ((nib & 8u) << 28);
+    v[i] = __uint_as_float(bits) * 0x1p126f;
+  }
+}
+
+// The chunk's weights without their block scale, which it returns (1 for bf16 / fp32).
+template <DevFormat F>
+__device__ __forceinline__ float load_chunk(const DevWeight& w, int64_t o, int64_t k, float* v) {
   if constexpr (F == DevFormat::F32 || F == DevFormat::BF16) {
     load8(w, o, k, v);
-  } else if constexpr (F == DevFormat::FP8) {
-    const uint4 q = __ldg(reinterpret_cast<const uint4*>(w.data + r * w.stride + k));
-    const float s = w.scale_at(r / w.block_out, k / w.block_in) * 0x1p120f;
-    const uint32_t u[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const int32_t c =
-          static_cast<int32_t>(static_cast<int8_t>((u[i / 4] >> (8 * (i % 4))) & 0xff));
-      v[i] = __uint_as_float((static_cast<uint32_t>(c) << 20) & 0x87f00000u) * s;
-    }
+    return 1.0f;
   } else {
-    const uint2 q = __ldg(reinterpret_cast<const uint2*>(w.data + ((r * w.stride + k) >> 1)));
-    const float s = w.scale_at(r, k / w.block_in);
-    const uint32_t u[2] = {q.x, q.y};
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const uint32_t nib = (u[i / 8] >> (4 * (i % 8))) & 0xf;
-      const uint32_t e = (nib >> 1) & 3, m = nib & 1;
-      uint32_t bits = e ? ((e + 126) << 23) | (m << 22) : (m ? 0x3f000000u : 0u);
-      bits |= (nib & 8) << 28;
-      v[i] = __uint_as_float(bits) * s;
-    }
+    decode(load_packed<F>(w, o, k), v);
+    return packed_scale<F>(w, o, k);
   }
 }
 
@@ -218,12 +251,13 @@ __global__ void gemv4_kernel(const float* __restrict__ x, int64_t ldx, int n, De
 #pragma unroll
     for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
   for (int64_t k = lane * E; k < w.in; k += 32 * E) {
-    float wv[kCols][E];
+    float wv[kCols][E], sc[kCols];
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
       if (o0 + c < w.out) {
-        load_chunk<F>(w, o0 + c, k, wv[c]);
+        sc[c] = load_chunk<F>(w, o0 + c, k, wv[c]);
       } else {
+        sc[c] = 0.0f;
 #pragma unroll
         for (int i = 0; i < E; ++i) wv[c][i] = 0.0f;
       }
@@ -239,9 +273,12 @@ __global__ void gemv4_kernel(const float* __restrict__ x, int64_t ldx, int n, De
           xv[4 * i] = a.x, xv[4 * i + 1] = a.y, xv[4 * i + 2] = a.z, xv[4 * i + 3] = a.w;
         }
 #pragma unroll
-        for (int c = 0; c < kCols; ++c)
+        for (int c = 0; c < kCols; ++c) {
+          float part = 0.0f;
 #pragma unroll
-          for (int i = 0; i < E; ++i) acc[r][c] += xv[i] * wv[c][i];
+          for (int i = 0; i < E; ++i) part += xv[i] * wv[c][i];
+          acc[r][c] += part * sc[c];
+        }
       }
     }
   }
@@ -254,6 +291,101 @@ __global__ void gemv4_kernel(const float* __restrict__ x, int64_t ldx, int n, De
       for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
       if (lane == 0 && r < n && o0 + c < w.out) y[r * ldy + o0 + c] = round_out ? bf16r(v) : v;
     }
+  }
+}
+
+// One activation row against FP8 / FP4 weights, four columns per warp as gemv4_kernel<1> (the
+// same sums in the same order), but the four packed chunks are loaded before any is decoded:
+// fewer registers, so more warps and more bytes in flight per SM.
+template <DevFormat F>
+__global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict__ x, DevWeight w,
+                                                        float* __restrict__ y, bool round_out) {
+  constexpr int E = 16;
+  const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
+  const int lane = threadIdx.x & 31;
+  if (o0 >= w.out) return;
+  float acc[kCols];
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) acc[c] = 0.0f;
+#pragma unroll 2
+  for (int64_t k = lane * E; k < w.in; k += 32 * E) {
+    Packed<F> q[kCols];
+    float sc[kCols];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      if (o0 + c < w.out) {
+        q[c] = load_packed<F>(w, o0 + c, k);
+        sc[c] = packed_scale<F>(w, o0 + c, k);
+      } else {
+        q[c] = Packed<F>{};
+        sc[c] = 0.0f;
+      }
+    }
+    float xv[E];
+    const float4* xp = reinterpret_cast<const float4*>(x + k);
+#pragma unroll
+    for (int i = 0; i < E / 4; ++i) {
+      const float4 a = xp[i];
+      xv[4 * i] = a.x, xv[4 * i + 1] = a.y, xv[4 * i + 2] = a.z, xv[4 * i + 3] = a.w;
+    }
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      float wv[E];
+      decode(q[c], wv);
+      float part = 0.0f;
+#pragma unroll
+      for (int i = 0; i < E; ++i) part += xv[i] * wv[i];
+      acc[c] += part * sc[c];
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    float v = acc[c];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0 && o0 + c < w.out) y[o0 + c] = round_out ? bf16r(v) : v;
+  }
+}
+
+// Few output columns, long rows (the mHC mixes, the router, the compressor and indexer heads): a
+// block of 256 threads per column splits the row, so the launch still fills the GPU.
+template <int R>
+__global__ void __launch_bounds__(256)
+    gemv_splitk_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
+                       float* __restrict__ y, int64_t ldy, bool round_out) {
+  constexpr int kWarps = 256 / 32;
+  __shared__ float part[R][kWarps];
+  const int64_t o = blockIdx.x;
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+  for (int64_t k = threadIdx.x * 8; k < w.in; k += 256 * 8) {
+    float wv[8];
+    load8(w, o, k, wv);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r < n) {
+        const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
+        const float4 a = xp[0], b = xp[1];
+        acc[r] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] +
+                  b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
+      }
+    }
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float v = acc[r];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) part[r][warp] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < R && static_cast<int>(threadIdx.x) < n) {
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) v += part[threadIdx.x][i];
+    y[threadIdx.x * ldy + o] = round_out ? bf16r(v) : v;
   }
 }
 
@@ -283,9 +415,11 @@ __global__ void experts4_kernel(const float* __restrict__ x, bool x_per_slot, in
     for (int c = 0; c < kCols; ++c) {
       if (o0 + c >= out) continue;
       float wv[E];
-      load_chunk<F>(w, o0 + c, k, wv);
+      const float sc = load_chunk<F>(w, o0 + c, k, wv);
+      float part = 0.0f;
 #pragma unroll
-      for (int i = 0; i < E; ++i) acc[c] += xv[i] * wv[i];
+      for (int i = 0; i < E; ++i) part += xv[i] * wv[i];
+      acc[c] += part * sc;
     }
   }
 #pragma unroll
@@ -335,6 +469,10 @@ void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& 
   e.note(cudaGetLastError());
 }
 
+// Products with fewer output columns than this and rows at least this long take the split-row
+// kernel (a block per column) instead of a warp per column.
+constexpr int64_t kSplitKOut = 2048, kSplitKIn = 2048;
+
 // One pass of at most 8 rows: the GEMV kernel and version per format and row count.
 void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                int64_t ldy, bool round_out) {
@@ -343,6 +481,32 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
       g_version == 2 ||
       (g_version == 0 && (w.format == DevFormat::FP4 || (w.format == DevFormat::FP8 && n == 1)));
   const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
+  constexpr int kThreads = 256;
+  if (w.out < kSplitKOut && w.in >= kSplitKIn) {
+    const unsigned b = static_cast<unsigned>(w.out);
+    if (n == 1) {
+      gemv_splitk_kernel<1><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    } else if (n == 2) {
+      gemv_splitk_kernel<2><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    } else if (n <= 4) {
+      gemv_splitk_kernel<4><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    } else {
+      gemv_splitk_kernel<8><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    }
+    e.note(cudaGetLastError());
+    return;
+  }
+  if (v2_ok && n == 1 && (w.format == DevFormat::FP8 || w.format == DevFormat::FP4)) {
+    const int64_t warps = (w.out + kCols - 1) / kCols;
+    const unsigned b = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
+    if (w.format == DevFormat::FP8) {
+      gemv4_row_kernel<DevFormat::FP8><<<b, kThreads, 0, e.stream>>>(x, w, y, round_out);
+    } else {
+      gemv4_row_kernel<DevFormat::FP4><<<b, kThreads, 0, e.stream>>>(x, w, y, round_out);
+    }
+    e.note(cudaGetLastError());
+    return;
+  }
   if (v2_ok) {
     if (n == 1) {
       launch_gemv4<1>(e, x, ldx, rows, w, y, ldy, round_out);
@@ -355,7 +519,6 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
     }
     return;
   }
-  constexpr int kThreads = 256;
   const unsigned blocks = static_cast<unsigned>((w.out * 32 + kThreads - 1) / kThreads);
   if (n == 1) {
     gemv_kernel<1><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);

@@ -1,7 +1,8 @@
 // Fast device-only matrix kernels (never emulated; the reference bodies in ops.cu define what
 // they compute): a warp per output column streaming the packed weight row once with 16/8/4-byte
 // loads and the block scales applied in registers, for up to 8 input rows per pass (decode
-// batches up to gemv_max_rows() rows take several passes); a shared-memory tiled GEMM for more
+// batches up to gemv_max_rows() rows take several passes), or a block per column splitting the
+// row for products with few output columns and long rows; a shared-memory tiled GEMM for more
 // rows (prefill, large batches); the routed-expert variant.
 #pragma once
 

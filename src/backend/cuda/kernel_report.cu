@@ -23,12 +23,20 @@ Matrix random_matrix(Exec& e, DevFormat f, int64_t out, int64_t in, std::mt19937
   m.w.out = out;
   m.w.in = in;
   m.w.stride = in;
-  const size_t bytes = static_cast<size_t>(f == DevFormat::BF16  ? out * in * 2
-                                           : f == DevFormat::FP4 ? out * in / 2
-                                                                 : out * in);
+  const size_t bytes = static_cast<size_t>(f == DevFormat::F32    ? out * in * 4
+                                           : f == DevFormat::BF16 ? out * in * 2
+                                           : f == DevFormat::FP4  ? out * in / 2
+                                                                  : out * in);
   std::vector<uint8_t> h(bytes);
   std::uniform_int_distribution<int> byte(0, 255);
-  for (size_t i = 0; i < bytes; ++i) {
+  if (f == DevFormat::F32) {  // normal values, not random bit patterns
+    std::normal_distribution<float> g(0.0f, 0.05f);
+    for (size_t i = 0; i < bytes; i += 4) {
+      const float v = g(rng);
+      std::memcpy(&h[i], &v, 4);
+    }
+  }
+  for (size_t i = 0; i < bytes && f != DevFormat::F32; ++i) {
     uint8_t b = static_cast<uint8_t>(byte(rng));
     if (f == DevFormat::FP8 && (b & 0x7f) == 0x7f) b ^= 1;  // no NaN codes
     if (f == DevFormat::BF16 && (i & 1)) b = static_cast<uint8_t>(0x3c + (b & 0x3) + (b & 0x80));
@@ -139,6 +147,57 @@ std::vector<KernelCheck> kernel_report() {
         kc.tolerance = official ? 1e-2 : 1e-4;
         out.push_back(kc);
       }
+    }
+  }
+  // Short-output products (mHC mix, router, compressor and indexer heads, the q/kv down
+  // projections): the split-row kernel below 2048 columns, at 1, 3 and 8 rows.
+  struct Shape {
+    DevFormat f;
+    int64_t out, in;
+  };
+  for (const Shape& sh : {Shape{DevFormat::F32, 24, 16384}, Shape{DevFormat::BF16, 256, 4096},
+                          Shape{DevFormat::FP8, 1024, 4096}, Shape{DevFormat::FP4, 512, 4096}}) {
+    Matrix m = random_matrix(e, sh.f, sh.out, sh.in, rng);
+    for (int64_t n : {1, 3, 8}) {
+      std::vector<float> hx(static_cast<size_t>(n * sh.in));
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      for (auto& v : hx) v = g(rng);
+      DeviceArray<float> x, y_ref, y_fast, xq;
+      x.upload(e, hx);
+      xq.allocate(e, hx.size());
+      y_ref.allocate(e, static_cast<size_t>(n * sh.out));
+      y_fast.allocate(e, static_cast<size_t>(n * sh.out));
+      set_fast_kernels(false);
+      linear(e, x.ptr, sh.in, n, m.w, y_ref.ptr, sh.out, false, xq.ptr);
+      set_fast_kernels(true);
+      linear(e, x.ptr, sh.in, n, m.w, y_fast.ptr, sh.out, false, xq.ptr);
+      std::vector<float> a(static_cast<size_t>(n * sh.out)), b(a.size());
+      e.to_host(a.data(), y_ref.ptr, a.size() * 4);
+      e.to_host(b.data(), y_fast.ptr, b.size() * 4);
+      if (!e.sync().ok()) break;
+      double num = 0, den = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
+        den = std::max(den, static_cast<double>(std::fabs(a[i])));
+      }
+      const int iters = 50;
+      cudaEventRecord(t0, e.stream);
+      for (int it = 0; it < iters; ++it)
+        linear(e, x.ptr, sh.in, n, m.w, y_fast.ptr, sh.out, false, xq.ptr);
+      cudaEventRecord(t1, e.stream);
+      cudaEventSynchronize(t1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, t0, t1);
+      ms /= static_cast<float>(iters);
+      char line[256];
+      std::snprintf(line, sizeof line, "%-4s split-row %5lldx%lld n=%-4lld %8.4f ms  rel.err %.2e",
+                    name(sh.f), static_cast<long long>(sh.out), static_cast<long long>(sh.in),
+                    static_cast<long long>(n), ms, den > 0 ? num / den : 0);
+      KernelCheck kc;
+      kc.line = line;
+      kc.rel_error = den > 0 ? num / den : 1.0;
+      kc.tolerance = 1e-4;
+      out.push_back(kc);
     }
   }
   {  // FP8 activation quantization: the warp-per-block kernel against the serial body, bitwise
