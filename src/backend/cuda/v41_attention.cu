@@ -13,8 +13,6 @@ using namespace v41;
 
 namespace {
 
-constexpr int kMaxHeadDim = 512;
-
 // Whether entry a ranks before entry b: higher score, then lower index.
 DI_HD inline bool ranks_before(const float* s, int32_t a, int32_t b) {
   return s[a] > s[b] || (s[a] == s[b] && a < b);
@@ -46,6 +44,47 @@ DI_HD inline int top_sorted(const float* s, int n, int k, int32_t* picks) {
     picks[m + 1] = v;
   }
   return k;
+}
+
+// What attention reads for a row: the step's window rows, the layer's ring, the kv source's
+// compressed entries and the row's picks.
+struct AttnSlots {
+  Rows rw;
+  const float *kv = nullptr, *ring = nullptr, *ents = nullptr;
+  const int32_t* topk = nullptr;
+  int win = 0, K = 0, D = 0;
+  int64_t max_entries = 0;
+};
+
+// A row's slot list as the CPU builds it: W0 window slots (a fresh prefill lists only its own
+// rows; later chunks and decode list the empty slots first), then K compressed picks.
+struct RowSlots {
+  int64_t W0, first, count, base, n_slots, slot, pos0, row0;
+};
+
+DI_HD inline RowSlots row_slots(const AttnSlots& a, int64_t t) {
+  RowSlots r;
+  const int64_t p = a.rw.pos[t], len = a.rw.len[t];
+  r.pos0 = a.rw.pos0[t], r.row0 = a.rw.start[t], r.slot = a.rw.seq[t];
+  r.W0 = r.pos0 == 0 ? (len < a.win ? len : a.win) : a.win;
+  r.first = p - a.win + 1 > 0 ? p - a.win + 1 : 0;
+  r.count = p - r.first + 1;
+  r.base = r.pos0 == 0 ? 0 : r.W0 - r.count;
+  r.n_slots = r.W0 + a.K;
+  return r;
+}
+
+// The key of slot s of row t, or null for an empty slot.
+DI_HD inline const float* slot_key(const AttnSlots& a, const RowSlots& r, int64_t t, int64_t s) {
+  if (s < r.W0) {
+    const int64_t wi = s - r.base;
+    if (wi < 0 || wi >= r.count) return nullptr;
+    const int64_t qp = r.first + wi;
+    return qp >= r.pos0 ? a.kv + (r.row0 + qp - r.pos0) * a.D
+                        : a.ring + (r.slot * a.win + qp % a.win) * a.D;
+  }
+  const int32_t pk = a.topk[t * a.K + (s - r.W0)];
+  return pk >= 0 ? a.ents + (r.slot * a.max_entries + pk) * a.D : nullptr;
 }
 
 }  // namespace
@@ -239,60 +278,73 @@ void CudaV41Model::Impl::attention(int layer, const V41Step& st, const float* x,
   const float* sink = w.attn_sink;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   float* ov = o.ptr;
+  // Two passes with the operation order of the reference kernel per output element (the CPU's
+  // attend()): the logits of every (row, head, slot), then a thread per (row, head, dim) walks the
+  // 64-slot tiles with the running max, rescaling its accumulator and the denominator per tile.
+  AttnSlots as;
+  as.rw = rw, as.kv = kvv, as.ring = ring, as.ents = ents, as.topk = tk;
+  as.win = win, as.K = K, as.D = D, as.max_entries = maxE;
+  const int64_t NS = int64_t{win} + K;
+  float* lg = alog.ptr;
+  e.each(n * H * NS, [=] DI_HD(int64_t i) {
+    const int64_t t = i / (H * NS), h = (i / NS) % H, s = i % NS;
+    const RowSlots rs = row_slots(as, t);
+    if (s >= rs.n_slots) return;
+    const float* key = slot_key(as, rs, t, s);
+    if (!key) return;
+    const float* qh = qv + (t * H + h) * D;
+    float dt = 0.0f;
+    for (int c2 = 0; c2 < D; ++c2) dt += qh[c2] * key[c2];
+    lg[i] = dt * scale;
+  });
+  // Per (row, head): the tiles' running max, the bf16 probabilities (in place of the logits),
+  // each tile's rescale (1 for a tile without keys: an exact no-op) and the denominator.
+  const int64_t n_tiles = (NS + 63) / 64;
+  float* tile_rescale = arsc.ptr;
+  float* den = aden.ptr;
   e.each(n * H, [=] DI_HD(int64_t i) {
     const int64_t t = i / H, h = i % H;
-    const int64_t p = rw.pos[t], pos0 = rw.pos0[t], row0 = rw.start[t], len = rw.len[t];
-    const int64_t slot = rw.seq[t];
-    const int64_t W0 = pos0 == 0 ? (len < win ? len : win) : win;
-    const int64_t first = p - win + 1 > 0 ? p - win + 1 : 0, count = p - first + 1;
-    const int64_t base = pos0 == 0 ? 0 : W0 - count;
-    const int64_t n_slots = W0 + K;
-    const float* qh = qv + (t * H + h) * D;
-    float acc[kMaxHeadDim];
-    float logit[64];
-    const float* keys[64];
-    for (int m = 0; m < D; ++m) acc[m] = 0.0f;
+    const RowSlots rs = row_slots(as, t);
+    float* lt = lg + i * NS;
+    float* rsc = tile_rescale + i * n_tiles;
     float run_max = -1e30f, denom = 0.0f;
-    for (int64_t t0 = 0; t0 < n_slots; t0 += 64) {
-      int m = 0;
-      for (int64_t s = t0; s < n_slots && s < t0 + 64; ++s) {
-        const float* key = nullptr;
-        if (s < W0) {
-          const int64_t wi = s - base;
-          if (wi >= 0 && wi < count) {
-            const int64_t qp = first + wi;
-            key = qp >= pos0 ? kvv + (row0 + qp - pos0) * D : ring + (slot * win + qp % win) * D;
-          }
-        } else {
-          const int32_t pk = tk[t * K + (s - W0)];
-          if (pk >= 0) key = ents + (slot * maxE + pk) * D;
-        }
-        if (key) keys[m++] = key;
-      }
-      if (m == 0) continue;
+    for (int64_t t0 = 0; t0 < rs.n_slots; t0 += 64) {
+      const int64_t t1 = rs.n_slots < t0 + 64 ? rs.n_slots : t0 + 64;
+      rsc[t0 / 64] = 1.0f;
       float tile_max = -INFINITY;
-      for (int k = 0; k < m; ++k) {
-        float dt = 0.0f;
-        for (int c2 = 0; c2 < D; ++c2) dt += qh[c2] * keys[k][c2];
-        logit[k] = dt * scale;
-        tile_max = fmaxf(tile_max, logit[k]);
-      }
+      bool any = false;
+      for (int64_t s = t0; s < t1; ++s)
+        if (slot_key(as, rs, t, s)) tile_max = fmaxf(tile_max, lt[s]), any = true;
+      if (!any) continue;
       const float new_max = fmaxf(run_max, tile_max);
       const float rescale = expf(run_max - new_max);
       float psum = 0.0f;
-      for (int c2 = 0; c2 < D; ++c2) acc[c2] *= rescale;
-      for (int k = 0; k < m; ++k) {
-        const float pr = expf(logit[k] - new_max);
+      for (int64_t s = t0; s < t1; ++s) {
+        if (!slot_key(as, rs, t, s)) continue;
+        const float pr = expf(lt[s] - new_max);
         psum += pr;
-        const float pb = bf16r(pr);
-        for (int c2 = 0; c2 < D; ++c2) acc[c2] += pb * keys[k][c2];
+        lt[s] = bf16r(pr);
       }
+      rsc[t0 / 64] = rescale;
       denom = denom * rescale + psum;
       run_max = new_max;
     }
-    denom += expf(sink[h] - run_max);
-    float* out = ov + (t * H + h) * D;
-    for (int c2 = 0; c2 < D; ++c2) out[c2] = bf16r(acc[c2] / denom);
+    den[i] = denom + expf(sink[h] - run_max);
+  });
+  // Per (row, head, dim): the accumulator rescaled per tile, then Σ p·v in slot order.
+  e.each(n * H * D, [=] DI_HD(int64_t i) {
+    const int64_t t = i / (int64_t{H} * D), th = i / D, c2 = i % D;
+    const RowSlots rs = row_slots(as, t);
+    const float* pt = lg + th * NS;
+    const float* rsc = tile_rescale + th * n_tiles;
+    float acc = 0.0f;
+    for (int64_t t0 = 0; t0 < rs.n_slots; t0 += 64) {
+      acc *= rsc[t0 / 64];
+      const int64_t t1 = rs.n_slots < t0 + 64 ? rs.n_slots : t0 + 64;
+      for (int64_t s = t0; s < t1; ++s)
+        if (const float* key = slot_key(as, rs, t, s)) acc += pt[s] * key[c2];
+    }
+    ov[i] = bf16r(acc / den[th]);
   });
   // The ring keeps each sequence's last `win` rows, written after every query has attended.
   e.each(n * D, [=] DI_HD(int64_t i) {

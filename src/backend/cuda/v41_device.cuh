@@ -90,7 +90,7 @@ struct CudaV41Model::Impl {
   int64_t N = 0;  // rows per launch
   DeviceArray<float> X, X2, u, yv, mix, pre_mix, pre_a, post, comb, xq, qr, q, kv, ca, cg, lat,
       kbuf, iq, wts, scores, bscore, o, z, gsc, wsel, h1, h3, ye, ys, sh1, sh3, emb, ekv, xh, ph,
-      uh, lg, rss;
+      uh, lg, rss, alog, arsc, aden;
   DeviceArray<int32_t> topk, bpick, sel, meta, amax;
   DeviceArray<uint8_t> cand;
   DeviceArray<int64_t> erows;

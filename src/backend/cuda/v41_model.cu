@@ -40,7 +40,6 @@ Status CudaV41Model::Impl::upload(const V41Config& config, const model::v41::V41
   for (int l = 0; l < c.num_layers; ++l)
     if (c.ratio(l) < 0 || c.ratio(l) > 2)
       return Error{"CUDA V4.1: compress ratio " + std::to_string(c.ratio(l)) + " is not supported"};
-  if (c.head_dim > 512) return Error{"CUDA V4.1: head_dim above 512 is not supported"};
   if (!c.engram_layer_ids.empty() && !engram_parts)
     return Error{"CUDA V4.1: the config has Engram layers but no Engram tables were given"};
   if (c.scoring_func == "sqrtsoftplus") {
@@ -223,6 +222,8 @@ void CudaV41Model::Impl::allocate() {
   f(ye, N * k * d), f(ys, N * d), f(sh1, N * inter), f(sh3, N * inter), f(emb, N * e_in);
   f(ekv, N * (hc + 1) * d), f(xh, N * hc * d), f(ph, N * hc), f(uh, N * d);
   f(lg, N * c.vocab_size), f(rss, N);
+  const int64_t slots = c.sliding_window + c.index_topk;  // attention: logits, tile rescales
+  f(alog, N * H * slots), f(arsc, N * H * ((slots + 63) / 64)), f(aden, N * H);
   topk.allocate(exec, static_cast<size_t>(N * std::max(c.index_topk, 1)));
   bpick.allocate(exec, static_cast<size_t>(N * cand_stride));
   sel.allocate(exec, static_cast<size_t>(N * k));
