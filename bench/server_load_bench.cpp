@@ -5,7 +5,7 @@
 // the same load on the engine directly (server overhead); the server process's CPU time per
 // streamed token; and the server's memory per open stream. Prints a Markdown table.
 // Usage: bench_server_load_bench [max_tokens (16)] [levels, e.g. 1,64,512,1000] [io_threads (1)]
-//        [client_threads (1)]
+//        [client_threads (1)] [handler_threads (0)]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -335,10 +335,13 @@ struct ClientProcess {
   }
 };
 
+int g_handler_threads = 0;
+
 deepinfer::server::HttpServerOptions server_options(int io_threads) {
   deepinfer::server::HttpServerOptions ho;
   ho.port = 0;
   ho.io_threads = io_threads;
+  ho.handler_threads = g_handler_threads;
   return ho;
 }
 
@@ -401,6 +404,7 @@ int main(int argc, char** argv) {
   }
   const int io_threads = argc > 3 ? std::atoi(argv[3]) : 1;
   const int client_threads = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
+  g_handler_threads = argc > 5 ? std::max(0, std::atoi(argv[5])) : 0;
   // The client process first: the fork must happen before any thread exists.
   ClientProcess client;
   if (!client.start()) {
@@ -447,9 +451,9 @@ int main(int argc, char** argv) {
   }
   client.stop();
   std::printf(
-      "max_tokens %d per stream, prompt 64 tokens, %d server I/O thread(s), %d client "
-      "thread(s)\n\n",
-      max_tokens, io_threads, client_threads);
+      "max_tokens %d per stream, prompt 64 tokens, %d server I/O thread(s), %d handler "
+      "thread(s), %d client thread(s)\n\n",
+      max_tokens, io_threads, g_handler_threads, client_threads);
   std::printf(
       "| streams | path | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms | req/s | errors "
       "|\n");

@@ -39,6 +39,7 @@ struct ServeFlags {
   int max_concurrent = 512;
   int threads = 0;
   int io_threads = 1;
+  int handler_threads = 2;
   std::string max_body = "32M";
   bool no_prefix_cache = false;
 };
@@ -104,6 +105,7 @@ void run(const ServeFlags& f) {
   http_options.host = f.host;
   http_options.port = static_cast<uint16_t>(f.port);
   http_options.io_threads = f.io_threads;
+  http_options.handler_threads = f.handler_threads;
   http_options.max_body_bytes = static_cast<size_t>(max_body.value());
   http_options.on_token_delay = [&metrics](double seconds, int tokens) {
     metrics.stream_token_delay_seconds.observe(seconds, static_cast<uint64_t>(tokens));
@@ -210,6 +212,10 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "Model threads (default: all cores)");
   cmd->add_option("--io-threads", flags->io_threads, "HTTP I/O threads")->capture_default_str();
+  cmd->add_option("--handler-threads", flags->handler_threads,
+                  "threads that parse, render and tokenize new requests (0: the I/O threads)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   cmd->add_option("--max-body-bytes", flags->max_body, "Largest request body")
       ->capture_default_str();
   cmd->add_flag("--no-prefix-cache", flags->no_prefix_cache, "Disable prefix caching");

@@ -211,6 +211,7 @@ struct HttpServer::Impl {
   asio::io_context ioc;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
+  std::optional<asio::thread_pool> handler_pool;
   std::atomic<bool> stopping{false};
   std::atomic<int> open_exchanges{0};
   uint16_t bound_port = 0;
@@ -282,7 +283,13 @@ struct HttpServer::Impl {
 
       auto responder = std::make_shared<SessionResponder>(strand, &options.on_token_delay);
       ++open_exchanges;
-      handler(std::move(request), responder);
+      if (handler_pool) {
+        asio::post(*handler_pool, [this, request = std::move(request), responder]() mutable {
+          handler(std::move(request), responder);
+        });
+      } else {
+        handler(std::move(request), responder);
+      }
       stream.expires_never();
       auto watching = watch_disconnect(stream.socket(), strand, responder);
       const bool reuse = co_await drain(stream, *responder, version, keep_alive);
@@ -412,6 +419,8 @@ Status HttpServer::start() {
                  std::to_string(impl_->options.port) + ": " + ec.message()};
   }
   impl_->bound_port = acceptor.local_endpoint().port();
+  if (impl_->options.handler_threads > 0)
+    impl_->handler_pool.emplace(static_cast<size_t>(impl_->options.handler_threads));
   asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
   for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
     impl_->threads.emplace_back([this] { impl_->ioc.run(); });
@@ -436,6 +445,7 @@ void HttpServer::wait() {
   for (auto& t : impl_->threads)
     if (t.joinable()) t.join();
   impl_->threads.clear();
+  if (impl_->handler_pool) impl_->handler_pool->join();
 }
 
 }  // namespace deepinfer::server

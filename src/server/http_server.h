@@ -18,6 +18,10 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;  // 0: pick a free port (see HttpServer::port())
   int io_threads = 1;
+  // Threads that run the handler for each parsed request (JSON, prompt rendering, tokenizing),
+  // so that a burst of new requests does not hold up the I/O threads' streaming; 0 runs the
+  // handler on the connection's I/O thread.
+  int handler_threads = 0;
   size_t max_body_bytes = 32u << 20;
   int idle_timeout_s = 300;
   // Called (on an I/O thread) when the socket has taken the bytes of a stamped stream write:

@@ -7,6 +7,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "server/router.h"
@@ -48,7 +51,8 @@ Reply request(uint16_t port, http::verb method, const std::string& target, const
   if (ec) return reply;
   reply.status = static_cast<int>(parser.get().result_int());
   reply.body = parser.get().body();
-  for (const auto& f : parser.get()) reply.headers[std::string(f.name_string())] = std::string(f.value());
+  for (const auto& f : parser.get())
+    reply.headers[std::string(f.name_string())] = std::string(f.value());
   return reply;
 }
 
@@ -56,9 +60,12 @@ class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     router_ = std::make_unique<Router>("secret", metrics_);
-    router_->add("GET", "/health", [](HttpRequest, ResponderPtr r) {
-      r->send(HttpResponse{200, "text/plain", "ok", {}});
-    }, /*authenticated=*/false);
+    router_->add(
+        "GET", "/health",
+        [](HttpRequest, ResponderPtr r) {
+          r->send(HttpResponse{200, "text/plain", "ok", {}});
+        },
+        /*authenticated=*/false);
     router_->add("POST", "/v1/echo", [](HttpRequest req, ResponderPtr r) {
       r->send(HttpResponse{200, "application/json", req.body, {}});
     });
@@ -86,7 +93,8 @@ class ServerTest : public ::testing::Test {
     server_->stop(100);
     server_->wait();
   }
-  const std::vector<std::pair<std::string, std::string>> auth_ = {{"authorization", "Bearer secret"}};
+  const std::vector<std::pair<std::string, std::string>> auth_ = {
+      {"authorization", "Bearer secret"}};
   Metrics metrics_;
   std::unique_ptr<Router> router_;
   std::unique_ptr<HttpServer> server_;
@@ -100,9 +108,13 @@ TEST_F(ServerTest, HealthNeedsNoKey) {
 }
 
 TEST_F(ServerTest, BearerAndXApiKeyAreAccepted) {
-  EXPECT_EQ(request(server_->port(), http::verb::post, "/v1/echo", "{\"a\":1}", auth_).body, "{\"a\":1}");
-  EXPECT_EQ(request(server_->port(), http::verb::post, "/v1/echo", "x", {{"x-api-key", "secret"}}).status, 200);
-  auto bad = request(server_->port(), http::verb::post, "/v1/echo", "x", {{"authorization", "Bearer nope"}});
+  EXPECT_EQ(request(server_->port(), http::verb::post, "/v1/echo", "{\"a\":1}", auth_).body,
+            "{\"a\":1}");
+  EXPECT_EQ(
+      request(server_->port(), http::verb::post, "/v1/echo", "x", {{"x-api-key", "secret"}}).status,
+      200);
+  auto bad = request(server_->port(), http::verb::post, "/v1/echo", "x",
+                     {{"authorization", "Bearer nope"}});
   EXPECT_EQ(bad.status, 401);
   EXPECT_NE(bad.body.find("\"type\":\"authentication_error\""), std::string::npos);
 }
@@ -110,7 +122,8 @@ TEST_F(ServerTest, BearerAndXApiKeyAreAccepted) {
 TEST_F(ServerTest, AnthropicPathsGetAnthropicErrorShape) {
   auto r = request(server_->port(), http::verb::post, "/v1/messages", "{}");
   EXPECT_EQ(r.status, 401);
-  EXPECT_EQ(r.body.rfind(R"({"type":"error","error":{"type":"authentication_error")", 0), 0u) << r.body;
+  EXPECT_EQ(r.body.rfind(R"({"type":"error","error":{"type":"authentication_error")", 0), 0u)
+      << r.body;
 }
 
 TEST_F(ServerTest, UnknownPathAndWrongMethod) {
@@ -135,6 +148,62 @@ TEST_F(ServerTest, NotReadyIs503WithRetryAfter) {
   auto r = request(server_->port(), http::verb::post, "/v1/echo", "{}", auth_);
   EXPECT_EQ(r.status, 503);
   EXPECT_EQ(r.header("Retry-After"), "1");
+}
+
+// Work posted to the exchange's strand: its writes take the direct-send path whenever the
+// writer idles, a large one overflows the socket buffer (a partial send the writer finishes),
+// and the handler runs on a handler thread. Every byte arrives in order, and the transport
+// reports every stamped token once, with at least the wait it had before the write.
+TEST(HttpServerStreaming, PostedWritesArriveInOrderAndReportTheirTokens) {
+  struct Work : PostedWork {
+    std::function<void()> fn;
+    void run() override { fn(); }
+  };
+  std::mutex mu;
+  int reported_tokens = 0;
+  double min_delay = 1e9;
+  HttpServerOptions options;
+  options.port = 0;
+  options.handler_threads = 2;
+  options.on_token_delay = [&](double seconds, int tokens) {
+    std::lock_guard lock(mu);
+    reported_tokens += tokens;
+    min_delay = std::min(min_delay, seconds);
+  };
+  std::string expected;
+  std::vector<std::string> pieces;
+  for (int i = 0; i < 41; ++i)
+    pieces.push_back(i == 20 ? "data: " + std::string(4 << 20, 'x') + "\n\n"
+                             : "data: " + std::to_string(i) + "\n\n");
+  for (const auto& p : pieces) expected += p;
+  std::thread producer;
+  HttpServer server(options, [&pieces, &producer](HttpRequest, ResponderPtr r) {
+    r->open_stream(200, "text/event-stream");
+    producer = std::thread([r, &pieces] {  // spaced out, so that the writer idles in between
+      for (const auto& piece : pieces) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        auto w = std::make_shared<Work>();
+        w->fn = [r, &piece] {
+          const auto produced = std::chrono::steady_clock::now() - std::chrono::milliseconds(2);
+          r->write_stamped(piece, TokenStamp{produced, 1});
+        };
+        r->post(w);
+      }
+      auto last = std::make_shared<Work>();
+      last->fn = [r] { r->close(); };
+      r->post(last);
+    });
+  });
+  ASSERT_TRUE(server.start().ok());
+  auto reply = request(server.port(), http::verb::post, "/v1/stream", "");
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_TRUE(reply.body == expected) << reply.body.size() << " vs " << expected.size();
+  producer.join();
+  server.stop(100);
+  server.wait();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(reported_tokens, 41);
+  EXPECT_GE(min_delay, 0.002);
 }
 
 }  // namespace
