@@ -92,7 +92,7 @@ struct CudaV41Model::Impl {
       kbuf, iq, wts, scores, bscore, o, z, gsc, wsel, h1, h3, ye, ys, sh1, sh3, emb, ekv, xh, ph,
       uh, lg, rss, alog, arsc, aden;
   DeviceArray<int32_t> topk, bpick, sel, meta, amax;
-  DeviceArray<uint8_t> cand;
+  DeviceArray<uint8_t> cand, pick_flags;
   DeviceArray<int64_t> erows;
   int64_t cand_stride = 0;
   std::vector<int32_t> host_meta, ent_tmp[4];  // host scratch of run(), reused

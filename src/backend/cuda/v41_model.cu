@@ -230,12 +230,13 @@ void CudaV41Model::Impl::allocate() {
   meta.allocate(exec, static_cast<size_t>(20 * N));
   amax.allocate(exec, static_cast<size_t>(N));
   cand.allocate(exec, static_cast<size_t>(N * cand_stride));
+  pick_flags.allocate(exec, static_cast<size_t>(N * ctx));
   const int64_t e_stride =
       has_engram ? static_cast<int64_t>(eg_layout.n_layers()) * eg_layout.n_cols() : 0;
   erows.allocate(exec, static_cast<size_t>(std::max<int64_t>(N * e_stride, 1)));
   workspace_bytes =
       fl + static_cast<int64_t>(topk.bytes() + bpick.bytes() + sel.bytes() + meta.bytes() +
-                                amax.bytes() + cand.bytes() + erows.bytes());
+                                amax.bytes() + cand.bytes() + pick_flags.bytes() + erows.bytes());
   host_meta.reserve(static_cast<size_t>(20 * N));
 }
 
