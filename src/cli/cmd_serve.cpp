@@ -150,11 +150,14 @@ void run(const ServeFlags& f) {
       static_cast<int32_t>(f.max_model_len > 0 ? f.max_model_len : 65536);
   for (int id : model.eos_token_ids) engine_config.scheduler.eos_token_ids.push_back(id);
   std::string runner_note;
-  std::unique_ptr<engine::ModelRunner> runner = std::move(model.runner);  // V4.1: the CPU runner
+  std::unique_ptr<engine::ModelRunner> runner = std::move(model.runner);  // V4.1 on the CPU
   if (model.is_v41()) {
-    if (f.device == "cuda")
-      fail("--device cuda: V4.1 runs on the CPU engine runner; use --device cpu");
-    if (cuda.value()) runner_note = "V4.1 runs on the CPU engine runner";
+    if (cuda.value()) {
+      auto r = make_cuda_v41_runner(*model.v41, engine_config.kv_cache_memory, engine_config,
+                                    runner_note);
+      if (!r.ok()) fail(r.error().message);
+      runner = std::move(r.value());
+    }
   } else {
     auto r = make_engine_runner(*model.v4, cuda.value(), engine_config.kv_cache_memory,
                                 engine_config, runner_note);
