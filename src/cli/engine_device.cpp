@@ -23,6 +23,29 @@ namespace {
   return std::to_string((bytes + (1 << 19)) >> 20) + " MiB";
 }
 
+#ifdef DEEPINFER_HAVE_CUDA
+// Sizes the scheduler and block pool to a CUDA KV plan (V4 and V4.1 alike) and returns the
+// runner options; `note` describes the slots, prefixed by `model_label`.
+Result<engine::CudaRunnerOptions> fit_to_cuda_kv_plan(const Result<engine::CudaKvPlan>& plan,
+                                                      const std::string& model_label,
+                                                      engine::EngineConfig& c, std::string& note) {
+  if (!plan.ok()) return plan.error();
+  const engine::CudaKvPlan& p = plan.value();
+  engine::CudaRunnerOptions o;
+  o.max_context = p.max_context;
+  o.emulate = emulate_cuda();
+  const bool lowered = p.max_context < c.scheduler.max_model_len;
+  c.scheduler.max_model_len = static_cast<int32_t>(p.max_context);
+  c.kv.num_blocks = p.num_blocks;
+  c.kv_cache_memory = 0;
+  note = "cuda: " + model_label + std::to_string(c.scheduler.max_num_seqs) + " sequence slots x " +
+         std::to_string(p.max_context) + " positions, " + mib(p.state_bytes) + " of KV state" +
+         (lowered ? " (max_model_len lowered to fit the KV budget)" : "") + ", no prefix cache" +
+         (o.emulate ? ", emulated on the host" : "");
+  return o;
+}
+#endif
+
 }  // namespace
 
 Result<bool> engine_uses_cuda(const std::string& device, const std::string& who) {
@@ -57,22 +80,12 @@ Result<std::unique_ptr<engine::ModelRunner>> make_engine_runner(model::Model& mo
   if (!cuda) return std::unique_ptr<engine::ModelRunner>(new engine::V4ModelRunner(model));
 #ifdef DEEPINFER_HAVE_CUDA
   engine::EngineConfig& c = config;
-  auto plan = engine::plan_cuda_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
-                                   c.scheduler.max_model_len, c.kv.block_size);
-  if (!plan.ok()) return plan.error();
-  const engine::CudaKvPlan& p = plan.value();
-  engine::CudaRunnerOptions o;
-  o.max_context = p.max_context;
-  o.emulate = emulate_cuda();
-  const bool lowered = p.max_context < c.scheduler.max_model_len;
-  c.scheduler.max_model_len = static_cast<int32_t>(p.max_context);
-  c.kv.num_blocks = p.num_blocks;
-  c.kv_cache_memory = 0;
-  note = "cuda: " + std::to_string(c.scheduler.max_num_seqs) + " sequence slots x " +
-         std::to_string(p.max_context) + " positions, " + mib(p.state_bytes) + " of KV state" +
-         (lowered ? " (max_model_len lowered to fit the KV budget)" : "") + ", no prefix cache" +
-         (o.emulate ? ", emulated on the host" : "");
-  return std::unique_ptr<engine::ModelRunner>(new engine::CudaModelRunner(model, o));
+  auto o =
+      fit_to_cuda_kv_plan(engine::plan_cuda_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
+                                               c.scheduler.max_model_len, c.kv.block_size),
+                          "", c, note);
+  if (!o.ok()) return o.error();
+  return std::unique_ptr<engine::ModelRunner>(new engine::CudaModelRunner(model, o.value()));
 #else
   (void)config;
   (void)note;
@@ -85,22 +98,12 @@ Result<std::unique_ptr<engine::ModelRunner>> make_cuda_v41_runner(
     [[maybe_unused]] engine::EngineConfig& config, [[maybe_unused]] std::string& note) {
 #ifdef DEEPINFER_HAVE_CUDA
   engine::EngineConfig& c = config;
-  auto plan = engine::plan_cuda_v41_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
-                                       c.scheduler.max_model_len, c.kv.block_size);
-  if (!plan.ok()) return plan.error();
-  const engine::CudaKvPlan& p = plan.value();
-  engine::CudaRunnerOptions o;
-  o.max_context = p.max_context;
-  o.emulate = emulate_cuda();
-  const bool lowered = p.max_context < c.scheduler.max_model_len;
-  c.scheduler.max_model_len = static_cast<int32_t>(p.max_context);
-  c.kv.num_blocks = p.num_blocks;
-  c.kv_cache_memory = 0;
-  note = "cuda: V4.1, " + std::to_string(c.scheduler.max_num_seqs) + " sequence slots x " +
-         std::to_string(p.max_context) + " positions, " + mib(p.state_bytes) + " of KV state" +
-         (lowered ? " (max_model_len lowered to fit the KV budget)" : "") + ", no prefix cache" +
-         (o.emulate ? ", emulated on the host" : "");
-  return std::unique_ptr<engine::ModelRunner>(new engine::CudaV41ModelRunner(model, o));
+  auto o = fit_to_cuda_kv_plan(
+      engine::plan_cuda_v41_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
+                               c.scheduler.max_model_len, c.kv.block_size),
+      "V4.1, ", c, note);
+  if (!o.ok()) return o.error();
+  return std::unique_ptr<engine::ModelRunner>(new engine::CudaV41ModelRunner(model, o.value()));
 #else
   return Error{"--device cuda: this build has no CUDA backend"};
 #endif
