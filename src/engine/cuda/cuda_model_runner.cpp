@@ -7,13 +7,12 @@
 
 namespace deepinfer::engine {
 
-Result<CudaKvPlan> plan_cuda_kv(const model::ModelConfig& config, int64_t kv_cache_memory,
-                                int32_t max_num_seqs, int32_t max_model_len, int32_t block_size) {
+Result<CudaKvPlan> plan_cuda_slots(const std::function<int64_t(int64_t)>& slot_bytes,
+                                   int64_t kv_cache_memory, int32_t max_num_seqs,
+                                   int32_t max_model_len, int32_t block_size) {
   if (max_num_seqs < 1 || block_size < 1 || max_model_len < 2)
     return Error{"cuda kv plan: max_num_seqs, block_size must be >= 1 and max_model_len >= 2"};
-  const auto state = [&](int64_t ctx) {
-    return int64_t{max_num_seqs} * cuda::cuda_slot_bytes(config, ctx).total();
-  };
+  const auto state = [&](int64_t ctx) { return int64_t{max_num_seqs} * slot_bytes(ctx); };
   int64_t ctx = max_model_len;
   if (kv_cache_memory > 0 && state(ctx) > kv_cache_memory) {
     // Slot bytes grow with the context: the largest fitting one by bisection.
@@ -30,23 +29,43 @@ Result<CudaKvPlan> plan_cuda_kv(const model::ModelConfig& config, int64_t kv_cac
       return Error{"--kv-cache-memory " + std::to_string(kv_cache_memory) +
                    " bytes is too small for " + std::to_string(max_num_seqs) +
                    " CUDA sequence slots: one slot takes at least " +
-                   std::to_string(cuda::cuda_slot_bytes(config, 2).total()) + " bytes"};
+                   std::to_string(slot_bytes(2)) + " bytes"};
   }
   CudaKvPlan plan;
   plan.max_context = ctx;
   const int64_t blocks = int64_t{max_num_seqs} * ((ctx + block_size - 1) / block_size);
   plan.num_blocks = static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX / 2));
-  plan.slot_bytes = cuda::cuda_slot_bytes(config, ctx).total();
+  plan.slot_bytes = slot_bytes(ctx);
   plan.state_bytes = state(ctx);
   return plan;
+}
+
+Result<CudaKvPlan> plan_cuda_kv(const model::ModelConfig& config, int64_t kv_cache_memory,
+                                int32_t max_num_seqs, int32_t max_model_len, int32_t block_size) {
+  return plan_cuda_slots([&](int64_t ctx) { return cuda::cuda_slot_bytes(config, ctx).total(); },
+                         kv_cache_memory, max_num_seqs, max_model_len, block_size);
+}
+
+cuda::CudaModelOptions cuda_model_options(const CudaRunnerOptions& options,
+                                          int32_t num_state_slots) {
+  cuda::CudaModelOptions o;
+  o.max_sequences = std::max(1, num_state_slots);
+  o.max_context = options.max_context;
+  o.max_chunk_tokens = options.max_chunk_tokens;
+  o.emulate = options.emulate;
+  o.cuda_graphs = options.cuda_graphs;
+  return o;
+}
+
+int64_t cuda_block_bytes(const cuda::CudaSlotBytes& one_position, int32_t block_size) {
+  return static_cast<int64_t>(std::ceil(one_position.entry_bytes_per_position * block_size));
 }
 
 CudaModelRunner::CudaModelRunner(const model::Model& cpu, const CudaRunnerOptions& options)
     : cpu_(&cpu), config_(cpu.config()), options_(options) {}
 
 int64_t CudaModelRunner::bytes_per_block(int32_t block_size) const {
-  const double per_pos = cuda::cuda_slot_bytes(config_, 1).entry_bytes_per_position;
-  return static_cast<int64_t>(std::ceil(per_pos * block_size));
+  return cuda_block_bytes(cuda::cuda_slot_bytes(config_, 1), block_size);
 }
 
 int64_t CudaModelRunner::bytes_per_slot() const {
@@ -56,12 +75,7 @@ int64_t CudaModelRunner::bytes_per_slot() const {
 Status CudaModelRunner::allocate(const KvCacheConfig& config) {
   if (model_) return Error{"cuda runner: allocate() called twice"};
   if (!cpu_) return Error{"cuda runner: no model"};
-  cuda::CudaModelOptions o;
-  o.max_sequences = std::max(1, config.num_state_slots);
-  o.max_context = options_.max_context;
-  o.max_chunk_tokens = options_.max_chunk_tokens;
-  o.emulate = options_.emulate;
-  o.cuda_graphs = options_.cuda_graphs;
+  const cuda::CudaModelOptions o = cuda_model_options(options_, config.num_state_slots);
   auto m = cuda::CudaModel::from_model(*cpu_, o);
   if (!m.ok()) return m.error();
   model_ = std::move(m.value());

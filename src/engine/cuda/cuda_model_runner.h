@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,6 +38,17 @@ struct CudaKvPlan {
 // The largest max_context <= max_model_len whose slots fit kv_cache_memory (0: no budget).
 Result<CudaKvPlan> plan_cuda_kv(const model::ModelConfig& config, int64_t kv_cache_memory,
                                 int32_t max_num_seqs, int32_t max_model_len, int32_t block_size);
+// The same plan for any slot layout: slot_bytes(max_context) is one slot's device bytes (it grows
+// with the context). plan_cuda_kv and plan_cuda_v41_kv bind it to their model's layout.
+Result<CudaKvPlan> plan_cuda_slots(const std::function<int64_t(int64_t)>& slot_bytes,
+                                   int64_t kv_cache_memory, int32_t max_num_seqs,
+                                   int32_t max_model_len, int32_t block_size);
+
+// Shared by the V4 and V4.1 runners: the device model options for `num_state_slots` slots, and
+// the amortized bytes of a block of positions in a slot's entry stores.
+cuda::CudaModelOptions cuda_model_options(const CudaRunnerOptions& options,
+                                          int32_t num_state_slots);
+int64_t cuda_block_bytes(const cuda::CudaSlotBytes& one_position, int32_t block_size);
 
 class CudaModelRunner : public ModelRunner {
  public:
