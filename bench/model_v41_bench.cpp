@@ -21,6 +21,7 @@
 #include "copy_bandwidth.h"
 #include "model/v41_config.h"
 #include "model/v41_forward.h"
+#include "v41_slice.h"
 
 namespace {
 
@@ -29,8 +30,6 @@ using namespace deepinfer::model::v41;
 
 struct Slice {
   V41Config cfg;
-  std::deque<std::vector<uint8_t>> bufs;  // stable references on push
-  std::deque<std::vector<float>> fbufs;
   V41BlockWeights w;
   model::RopeTable main_rope, compress_rope;
   std::unique_ptr<cpu::ThreadPool> pool;
@@ -39,69 +38,17 @@ struct Slice {
   std::vector<V41Segment> segs;
   std::vector<int64_t> seg_rows, row_pos;
   std::vector<int32_t> row_seg;
-  std::mt19937 rng{7};
+  bench::RandomWeights rw;
   double bytes_per_token = 0;
 
-  cpu::WeightView fp8(int64_t out, int64_t in) {
-    auto& d = bufs.emplace_back(static_cast<size_t>(out * in));
-    for (auto& b : d) b = static_cast<uint8_t>(rng() & 0x77);  // |x| < 448, no NaN
-    const int64_t so = (out + 31) / 32, si = (in + 31) / 32;
-    auto& s = bufs.emplace_back(static_cast<size_t>(so * si), uint8_t{120});
-    cpu::WeightView v;
-    v.format = cpu::WeightFormat::FP8_E4M3_BLOCK;
-    v.data = d.data();
-    v.out = out;
-    v.in = in;
-    v.scale = s.data();
-    v.scale_format = cpu::ScaleFormat::UE8M0;
-    v.block_out = v.block_in = 32;
-    v.scale_stride = si;
-    return v;
-  }
-  cpu::WeightView fp4(int64_t out, int64_t in) {
-    auto& d = bufs.emplace_back(static_cast<size_t>(out * in / 2));
-    for (auto& b : d) b = static_cast<uint8_t>(rng());
-    auto& s = bufs.emplace_back(static_cast<size_t>(out * in / 32), uint8_t{122});
-    cpu::WeightView v;
-    v.format = cpu::WeightFormat::FP4_E2M1_BLOCK32;
-    v.data = d.data();
-    v.out = out;
-    v.in = in;
-    v.scale = s.data();
-    v.scale_format = cpu::ScaleFormat::UE8M0;
-    v.block_out = 1;
-    v.block_in = 32;
-    v.scale_stride = in / 32;
-    return v;
-  }
-  cpu::WeightView dense(int64_t out, int64_t in, float scale) {
-    auto& d = fbufs.emplace_back(static_cast<size_t>(out * in));
-    std::normal_distribution<float> n(0.0f, scale);
-    for (auto& x : d) x = n(rng);
-    cpu::WeightView v;
-    v.format = cpu::WeightFormat::F32;
-    v.data = d.data();
-    v.out = out;
-    v.in = in;
-    return v;
-  }
-  std::vector<float> vec(int64_t n, float value) {
-    return std::vector<float>(static_cast<size_t>(n), value);
+  cpu::WeightView fp8(int64_t out, int64_t in) { return rw.fp8(out, in); }
+  cpu::WeightView fp4(int64_t out, int64_t in) { return rw.fp4(out, in); }
+  cpu::WeightView dense(int64_t out, int64_t in, float scale) { return rw.dense(out, in, scale); }
+  static std::vector<float> vec(int64_t n, float value) {
+    return bench::RandomWeights::vec(n, value);
   }
 
-  Slice() {
-    auto j = parse_json(R"({"architectures":["DeepseekV41ForCausalLM"],"text_config":{
-      "vocab_size":1024,"hidden_size":5120,"num_hidden_layers":1,"num_attention_heads":64,
-      "head_dim":512,"qk_rope_head_dim":64,"q_lora_rank":1280,"o_lora_rank":1024,"o_groups":8,
-      "sliding_window":128,"compress_ratios":[2],"kv_source_layer_ids":[0],
-      "index_source_layer_ids":[0],"index_n_heads":32,"index_head_dim":128,"index_topk":512,
-      "n_routed_experts":384,"num_experts_per_tok":6,"moe_intermediate_size":2304,
-      "routed_scaling_factor":1.5,"swiglu_limit":10.0,"hc_mult":4,"hc_sinkhorn_iters":20,
-      "rms_norm_eps":1e-20,"rope_theta":10000,"compress_rope_theta":160000,
-      "rope_scaling":{"factor":16,"original_max_position_embeddings":65536,"beta_fast":32,
-      "beta_slow":1}},"quantization_config":{"quant_method":"fp8","weight_block_size":[32,32],
-      "expert_dtype":"fp4"}})");
-    cfg = parse_v41_config(j.value()).value();
+  Slice() : cfg(bench::v41_slice_config(bench::kV41FlashDims)) {
     cpu::register_quant_kernels(cpu::QuantActivations::Official);
     const int64_t d = 5120, H = 64, D = 512, q = 1280, G = 8, orank = 1024, inter = 2304;
     w.attn_sink = vec(H, 0.0f);
@@ -178,7 +125,7 @@ void BM_V41FlashSliceDecode(benchmark::State& state) {
   const int64_t ctx = state.range(0), d = 5120;
   std::vector<float> x(static_cast<size_t>(ctx * d)), y(static_cast<size_t>(ctx * d));
   std::normal_distribution<float> n(0.0f, 1.0f);
-  for (auto& v : x) v = n(s.rng);
+  for (auto& v : x) v = n(s.rw.rng);
   s.reset(1);
   const int64_t one = 1;
   s.run(0, std::span(&ctx, 1), x.data(), y.data());  // prefill: window, compressed entries, keys
@@ -207,7 +154,7 @@ void BM_V41FlashSliceDecodeBatch(benchmark::State& state) {
   const int64_t d = 5120;
   std::vector<float> x(static_cast<size_t>(192 * d)), y(static_cast<size_t>(192 * d));
   std::normal_distribution<float> n(0.0f, 1.0f);
-  for (auto& v : x) v = n(s.rng);
+  for (auto& v : x) v = n(s.rw.rng);
   s.reset(B);
   for (size_t i = 0; i < B; ++i) {
     const int64_t ctx = 128 + 5 * static_cast<int64_t>(i % 8);
