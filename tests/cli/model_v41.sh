@@ -9,28 +9,12 @@
 set -u
 bin=$1
 src=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-py=/usr/bin/python3
-
-bars="$src/tests/cli/fixture_bars.py"  # request bodies and noise-floor bars
+source "$src/tests/cli/lib/v41_fixture.sh"
 
 for fx in official_v41_c_bf16 official_v41_a official_v41_b; do  # c_fp8 has no noise variants: test_model covers it with the bf16 twin's floor
   dir=$src/tests/fixtures/$fx
   [[ -f $dir/config.json ]] || continue
-  $py "$bars" score_request "$dir" > "$tmp/score.json"
-  if ! "$bin" score --model "$dir" --threads 2 < "$tmp/score.json" > "$tmp/logits.json" 2> "$tmp/err.txt"; then
-    echo "FAIL $fx: score exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
-  else
-    $py "$bars" check_score "$dir" < "$tmp/logits.json" || fails=$((fails + 1))
-  fi
-  $py "$bars" generate_request "$dir" > "$tmp/gen.json"
-  if ! "$bin" generate --model "$dir" --threads 2 < "$tmp/gen.json" > "$tmp/out.json" 2> "$tmp/err.txt"; then
-    echo "FAIL $fx: generate exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
-  else
-    $py "$bars" check_generate "$dir" < "$tmp/out.json" || fails=$((fails + 1))
-  fi
+  check_score_generate "$dir" "$fx" --threads 2
 done
 
 dir=$src/tests/fixtures/official_v41_c_bf16
@@ -42,14 +26,6 @@ elif ! $py -c 'import json,sys; o=json.load(open(sys.argv[1])); assert len(o["id
   echo "FAIL prompt: $(cat "$tmp/p.json")"; fails=$((fails + 1))
 fi
 # An id outside the vocabulary: the error object and exit status 1.
-echo '{"ids":[3, 999999]}' | "$bin" score --model "$dir" > "$tmp/e.json" 2> /dev/null
-rc=$?
-if [[ $rc -ne 1 ]] || ! grep -q '"error"' "$tmp/e.json"; then
-  echo "FAIL bad id: rc $rc, $(cat "$tmp/e.json")"; fails=$((fails + 1))
-fi
+check_bad_id "$dir"
 
-if [[ $fails -ne 0 ]]; then
-  echo "$fails failure(s)"
-  exit 1
-fi
-echo "model_v41: ok"
+finish model_v41

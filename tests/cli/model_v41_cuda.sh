@@ -4,37 +4,19 @@
 # meet the fixture's noise-floor bars and greedy generate equals the reference's ids on the
 # margin-safe steps (tests/cli/fixture_bars.py, as model_v41.sh for the CPU); `generate --batch
 # --device cuda` (the engine on the V4.1 CUDA runner) gives each request the ids it gets alone.
-# Skips when the build
-# has no CUDA backend; without a GPU the kernel bodies run on the host (DEEPINFER_CUDA_EMULATE=1).
+# Skips when the build has no CUDA backend; without a GPU the kernel bodies run on the host
+# (DEEPINFER_CUDA_EMULATE=1; tests/cli/lib/cuda.sh).
 # Usage: model_v41_cuda.sh <path-to-deepinfer> <source-dir>
 set -u
 bin=$1
 src=$2
-if ! "$bin" info | grep -q '"cuda_backend":true'; then
-  echo "model_v41_cuda: this build has no CUDA backend; skipping"
-  exit 0
-fi
-nvidia-smi -L > /dev/null 2>&1 || export DEEPINFER_CUDA_EMULATE=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-py=/usr/bin/python3
-bars="$src/tests/cli/fixture_bars.py"
+test_name=model_v41_cuda
+source "$src/tests/cli/lib/cuda.sh"
+source "$src/tests/cli/lib/v41_fixture.sh"
 dir=$src/tests/fixtures/official_v41_c_bf16
 [[ -f $dir/config.json ]] || { echo "model_v41_cuda: no fixture; skipping"; exit 0; }
 
-$py "$bars" score_request "$dir" > "$tmp/score.json"
-if ! "$bin" score --model "$dir" --device cuda < "$tmp/score.json" > "$tmp/logits.json" 2> "$tmp/err.txt"; then
-  echo "FAIL score exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
-else
-  $py "$bars" check_score "$dir" < "$tmp/logits.json" || fails=$((fails + 1))
-fi
-$py "$bars" generate_request "$dir" > "$tmp/gen.json"
-if ! "$bin" generate --model "$dir" --device cuda < "$tmp/gen.json" > "$tmp/out.json" 2> "$tmp/err.txt"; then
-  echo "FAIL generate exited non-zero"; cat "$tmp/err.txt"; fails=$((fails + 1))
-else
-  $py "$bars" check_generate "$dir" < "$tmp/out.json" || fails=$((fails + 1))
-fi
+check_score_generate "$dir" "official_v41_c_bf16 ($mode)" --device cuda
 # The engine on the V4.1 CUDA runner (generate --batch --device cuda): every request's greedy ids
 # equal `generate --device cuda` on it alone (row-independent bodies, chunking-invariant prefill).
 /usr/bin/python3 - "$tmp" <<'PY'
@@ -60,14 +42,6 @@ else
   done < "$tmp/batch.jsonl"
 fi
 # An id outside the vocabulary: the error object and exit status 1.
-echo '{"ids":[3, 999999]}' | "$bin" score --model "$dir" --device cuda > "$tmp/e.json" 2> /dev/null
-rc=$?
-if [[ $rc -ne 1 ]] || ! grep -q '"error"' "$tmp/e.json"; then
-  echo "FAIL bad id: rc $rc, $(cat "$tmp/e.json")"; fails=$((fails + 1))
-fi
+check_bad_id "$dir" --device cuda
 
-if [[ $fails -ne 0 ]]; then
-  echo "$fails failure(s)"
-  exit 1
-fi
-echo "model_v41_cuda: ok"
+finish model_v41_cuda

@@ -8,19 +8,8 @@
 set -euo pipefail
 bin=$1
 src=$2
-if ! "$bin" info | grep -q '"cuda_backend":true'; then
-  echo "serve_cuda: this build has no CUDA backend; skipping"
-  exit 0
-fi
-if ! command -v curl >/dev/null; then
-  echo "curl is not installed; skipping"
-  exit 0
-fi
-mode=device
-if ! nvidia-smi -L >/dev/null 2>&1; then
-  export DEEPINFER_CUDA_EMULATE=1
-  mode=emulated
-fi
+test_name=serve_cuda
+source "$src/tests/cli/lib/cuda.sh"
 fail_label="$mode"
 source "$src/tests/cli/lib/serve.sh"
 

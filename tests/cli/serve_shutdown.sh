@@ -6,10 +6,6 @@
 set -euo pipefail
 bin=$1
 src=$2
-if ! command -v curl >/dev/null; then
-  echo "curl is not installed; skipping"
-  exit 0
-fi
 source "$src/tests/cli/lib/serve.sh"
 
 start_serve --model "$src/models/default" --threads 1 --max-model-len 8192 \

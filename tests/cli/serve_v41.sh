@@ -8,10 +8,6 @@
 set -euo pipefail
 bin=$1
 src=$2
-if ! command -v curl >/dev/null; then
-  echo "curl is not installed; skipping"
-  exit 0
-fi
 source "$src/tests/cli/lib/serve.sh"
 
 start_serve --model "$src/tests/fixtures/official_v41_c_bf16" --host 127.0.0.1 --threads 1 \
@@ -22,12 +18,7 @@ grep -q "encoding v41" "$tmp/log" || fail "the ready line does not name the v41 
 # encoding renders no system span.
 body='{"model":"v41","max_tokens":12,"temperature":0,"ignore_eos":true,"thinking":{"type":"disabled"},
        "messages":[{"role":"user","content":"Hello there, how are you today? Please tell me a story about a cat."}]}'
-reply=$(curl -s -w '\n%{http_code}' "$base/v1/chat/completions" -H 'Content-Type: application/json' -d "$body")
-[[ $(tail -n1 <<<"$reply") == 200 ]] || fail "chat answered: $reply"
-head -n -1 <<<"$reply" >"$tmp/first.json"
-again=$(curl -s -w '\n%{http_code}' "$base/v1/chat/completions" -H 'Content-Type: application/json' -d "$body")
-[[ $(tail -n1 <<<"$again") == 200 ]] || fail "second chat answered: $again"
-head -n -1 <<<"$again" >"$tmp/again.json"
+chat_twice "$body"
 # Chat Completions shape, 12 tokens, finish length; the same greedy request again answers the
 # same tokens.
 /usr/bin/python3 - "$tmp/first.json" "$tmp/again.json" <<'PY' || fail "bad answers: $(cat "$tmp/first.json" "$tmp/again.json")"

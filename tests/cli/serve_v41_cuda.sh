@@ -8,19 +8,8 @@
 set -euo pipefail
 bin=$1
 src=$2
-if ! "$bin" info | grep -q '"cuda_backend":true'; then
-  echo "serve_v41_cuda: this build has no CUDA backend; skipping"
-  exit 0
-fi
-if ! command -v curl >/dev/null; then
-  echo "curl is not installed; skipping"
-  exit 0
-fi
-mode=device
-if ! nvidia-smi -L >/dev/null 2>&1; then
-  export DEEPINFER_CUDA_EMULATE=1
-  mode=emulated
-fi
+test_name=serve_v41_cuda
+source "$src/tests/cli/lib/cuda.sh"
 fail_label="$mode"
 source "$src/tests/cli/lib/serve.sh"
 
@@ -31,12 +20,7 @@ grep -q "deepinfer serve: cuda: V4.1, 2 sequence slots x 256 positions" "$tmp/lo
 
 body='{"model":"v41","max_tokens":6,"temperature":0,"ignore_eos":true,"thinking":{"type":"disabled"},
        "messages":[{"role":"user","content":"Hello there, how are you today?"}]}'
-reply=$(curl -s -w '\n%{http_code}' "$base/v1/chat/completions" -H 'Content-Type: application/json' -d "$body")
-[[ $(tail -n1 <<<"$reply") == 200 ]] || fail "chat answered: $reply"
-head -n -1 <<<"$reply" >"$tmp/first.json"
-again=$(curl -s -w '\n%{http_code}' "$base/v1/chat/completions" -H 'Content-Type: application/json' -d "$body")
-[[ $(tail -n1 <<<"$again") == 200 ]] || fail "second chat answered: $again"
-head -n -1 <<<"$again" >"$tmp/again.json"
+chat_twice "$body"
 /usr/bin/python3 - "$tmp/first.json" "$tmp/again.json" <<'PY' || fail "bad answers: $(cat "$tmp/first.json" "$tmp/again.json")"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])

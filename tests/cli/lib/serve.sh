@@ -1,7 +1,13 @@
 # Shared by the `deepinfer serve` CLI tests (source it after setting bin, src and optionally
-# fail_label): a temp dir, a server that is killed on exit, fail() with the server log,
-# start_serve ARGS... (port 0, waits for the "listening on" line and /health 200, sets $pid and
-# $base) and stop_serve (SIGTERM, the exit status must be 0).
+# fail_label): skips (exit 0) without curl; a temp dir, a server that is killed on exit, fail()
+# with the server log, start_serve ARGS... (port 0, waits for the "listening on" line and /health
+# 200, sets $pid and $base), chat_twice BODY (posts a chat completion twice, both must answer 200;
+# the replies go to $tmp/first.json and $tmp/again.json) and stop_serve (SIGTERM, the exit status
+# must be 0).
+if ! command -v curl >/dev/null; then
+  echo "curl is not installed; skipping"
+  exit 0
+fi
 tmp=$(mktemp -d)
 pid=""
 cleanup() {
@@ -36,6 +42,16 @@ start_serve() {
     sleep 0.1
   done
   [[ $code == 200 ]] || fail "/health never turned 200"
+}
+
+chat_twice() {
+  local reply again
+  reply=$(curl -s -w '\n%{http_code}' "$base/v1/chat/completions" -H 'Content-Type: application/json' -d "$1")
+  [[ $(tail -n1 <<<"$reply") == 200 ]] || fail "chat answered: $reply"
+  head -n -1 <<<"$reply" >"$tmp/first.json"
+  again=$(curl -s -w '\n%{http_code}' "$base/v1/chat/completions" -H 'Content-Type: application/json' -d "$1")
+  [[ $(tail -n1 <<<"$again") == 200 ]] || fail "second chat answered: $again"
+  head -n -1 <<<"$again" >"$tmp/again.json"
 }
 
 stop_serve() {
