@@ -87,6 +87,16 @@ DI_HD inline const float* slot_key(const AttnSlots& a, const RowSlots& r, int64_
   return pk >= 0 ? a.ents + (r.slot * a.max_entries + pk) * a.D : nullptr;
 }
 
+// Row en of rows [ne, width] into entry ej[en] of slot eslot[en] of a [slots, max_entries, width]
+// store (the compressed entries and index keys alike).
+void store_entries(Exec& e, const float* rows, int64_t ne, int64_t width, const int32_t* eslot,
+                   const int32_t* ej, int64_t max_entries, float* store) {
+  e.each(ne * width, [=] DI_HD(int64_t i) {
+    const int64_t en = i / width, k = i % width;
+    store[(int64_t{eslot[en]} * max_entries + ej[en]) * width + k] = rows[i];
+  });
+}
+
 }  // namespace
 
 void CudaV41Model::Impl::compressor(int layer, const V41Step& st, const float* x,
@@ -148,19 +158,11 @@ void CudaV41Model::Impl::compressor(int layer, const V41Step& st, const float* x
     rms_norm_bf16(e, kb, ne, Di, w.idx_k_norm, static_cast<float>(c.rms_eps), kb);
     rope_rows(e, kb, ne, 1, Di, R, comp_cos, comp_sin, epos, false);
     fp4_quant_pow2(e, kb, ne, Di, 32);
-    float* keys = L.keys.ptr;
-    e.each(ne * Di, [=] DI_HD(int64_t i) {
-      const int64_t en = i / Di, k = i % Di;
-      keys[(int64_t{eslot[en]} * maxE + ej[en]) * Di + k] = kb[i];
-    });
+    store_entries(e, kb, ne, Di, eslot, ej, maxE, L.keys.ptr);
   }
   rope_rows(e, lt, ne, 1, D, R, comp_cos, comp_sin, epos, false);
   fp4_quant_e4m3(e, lt, ne, D, 16);
-  float* ent = L.entries.ptr;
-  e.each(ne * D, [=] DI_HD(int64_t i) {
-    const int64_t en = i / D, k = i % D;
-    ent[(int64_t{eslot[en]} * maxE + ej[en]) * D + k] = lt[i];
-  });
+  store_entries(e, lt, ne, D, eslot, ej, maxE, L.entries.ptr);
 }
 
 void CudaV41Model::Impl::indexer(int layer, const V41Step& st, const float* x, const float* qrv) {
