@@ -56,9 +56,9 @@ class SessionResponder final : public Responder,
   void write_stamped(std::string_view chunk, const TokenStamp& stamp) override {
     if (chunk.empty()) return;
     if (direct_socket_ && strand_.running_in_this_thread() && nothing_queued()) {
-      const size_t unsent_before = unsent_.size();
+      // unsent_ is empty while direct sends are allowed: a tail left now is this chunk's.
       if (send_direct(chunk)) {
-        if (unsent_.size() == unsent_before)
+        if (unsent_.empty())
           report(stamp);
         else
           unsent_stamp_.merge(stamp);
