@@ -322,5 +322,16 @@ TEST(CudaKernels, FastMatchesReferenceAndRoofline) {
   }
 }
 
+// The fast attention, indexer and per-row kernels return the reference bodies' bits.
+TEST(CudaKernels, FastOpsEqualTheReferenceBodies) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = op_kernel_report();
+  EXPECT_GE(checks.size(), 35u);
+  for (const KernelCheck& k : checks) {
+    std::printf("  %s\n", k.line.c_str());
+    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::cuda

@@ -1,6 +1,8 @@
 // Reference bodies of the compressor, indexer and attention steps (one thread per output element
 // or per row), mirroring src/model/compressor.cpp and attention.cpp.
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/fast_ops.cuh"
+#include "backend/cuda/gemv.cuh"
 
 namespace deepinfer::cuda {
 
@@ -152,6 +154,10 @@ void compressor_reset(Exec& e, const CompressorBuffers& c, int slot) {
 
 void indexer_topk(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores, int32_t* sel,
                   int32_t* cnt) {
+  if (!e.emulate && fast_kernels() && fast_ops() && indexer_fast_supported(a)) {
+    indexer_topk_fast(e, rows, a, scores, sel, cnt);
+    return;
+  }
   const IndexerArgs ia = a;
   const Rows rw = rows;
   const int64_t cap = a.capacity;
@@ -193,30 +199,11 @@ void indexer_topk(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores
   });
 }
 
-namespace {
-
-// The key of chunk row r at probability slot s (window slots first, then compressed), or null.
-DI_HD inline const float* key_at(const Rows& rw, const AttnArgs& a, int64_t r, int s) {
-  const int64_t p = rw.pos[r], p0 = rw.pos0[r];
-  const int64_t seq = rw.seq[r];
-  if (s < a.W) {
-    const int64_t qp = p - a.W + 1 + s;
-    if (qp < 0) return nullptr;
-    if (qp >= p0) return a.kv + (rw.start[r] + (qp - p0)) * a.D;
-    return a.ring + (seq * a.W + qp % a.W) * a.D;
-  }
-  const int64_t c = s - a.W;
-  if (a.csa) {
-    if (c >= a.cnt[r]) return nullptr;
-    return a.cmp + (seq * a.capacity + a.sel[r * a.topk + c]) * a.D;
-  }
-  if (c >= (p + 1) / a.ratio) return nullptr;
-  return a.cmp + (seq * a.capacity + c) * a.D;
-}
-
-}  // namespace
-
 void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, float* o) {
+  if (!e.emulate && fast_kernels() && fast_ops() && attention_fast_supported(args)) {
+    attention_fast(e, rows, args, o);
+    return;
+  }
   const AttnArgs a = args;
   const Rows rw = rows;
   const int S = a.W + a.cslots();
@@ -225,7 +212,7 @@ void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, fl
   e.each(rows.n * H * S, [=] DI_HD(int64_t i) {
     const int s = static_cast<int>(i % S);
     const int64_t rh = i / S, r = rh / H;
-    const float* k = key_at(rw, a, r, s);
+    const float* k = attn_key_at(rw, a, r, s);
     if (!k) {
       probs[i] = -INFINITY;
       return;
@@ -322,7 +309,7 @@ void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, fl
     float acc = 0.0f;
     for (int s = 0; s < S; ++s) {
       if (pr[s] == 0.0f) continue;
-      const float* k = key_at(rw, a, r, s);
+      const float* k = attn_key_at(rw, a, r, s);
       if (k) acc += pr[s] * k[c];
     }
     o[i] = a.official ? bf16r(acc) : acc;

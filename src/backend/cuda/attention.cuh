@@ -71,6 +71,25 @@ struct AttnArgs {
   // compressed key slots per row: 0, topk (CSA) or capacity (HCA)
   int cslots() const { return ratio == 0 ? 0 : (csa ? topk : static_cast<int>(capacity)); }
 };
+// The key of chunk row r at probability slot s (window slots first, then compressed), or null.
+DI_HD inline const float* attn_key_at(const Rows& rw, const AttnArgs& a, int64_t r, int s) {
+  const int64_t p = rw.pos[r], p0 = rw.pos0[r];
+  const int64_t seq = rw.seq[r];
+  if (s < a.W) {
+    const int64_t qp = p - a.W + 1 + s;
+    if (qp < 0) return nullptr;
+    if (qp >= p0) return a.kv + (rw.start[r] + (qp - p0)) * a.D;
+    return a.ring + (seq * a.W + qp % a.W) * a.D;
+  }
+  const int64_t c = s - a.W;
+  if (a.csa) {
+    if (c >= a.cnt[r]) return nullptr;
+    return a.cmp + (seq * a.capacity + a.sel[r * a.topk + c]) * a.D;
+  }
+  if (c >= (p + 1) / a.ratio) return nullptr;
+  return a.cmp + (seq * a.capacity + c) * a.D;
+}
+
 // o [n, H, D] = softmax over window ∪ compressed keys (sink as an extra logit) · keys.
 // probs: scratch [n, H, W + cslots].
 void attention(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);

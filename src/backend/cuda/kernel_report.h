@@ -16,6 +16,9 @@ struct KernelCheck {
 
 // Needs a device; returns an empty list without one.
 std::vector<KernelCheck> kernel_report();
+// The same for the fast attention, indexer and per-row kernels (fast_ops.cuh): bitwise equality
+// with the reference bodies (tolerance 0) and the time of each.
+std::vector<KernelCheck> op_kernel_report();
 
 // Which matrix kernels the forward uses: decode GEMV version (0: per format, the default; 1: a
 // warp per column; 2: four columns per warp, 16-byte loads) and the tensor-core tiles for official

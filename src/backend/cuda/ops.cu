@@ -1,5 +1,6 @@
 // Reference bodies of the forward's operations (one thread per output element or per row), run on
 // the device or, emulated, on the host. The fast decode kernels live in gemv.cu.
+#include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/ops.cuh"
 
@@ -134,6 +135,10 @@ void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w
 }
 
 void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps) {
+  if (!e.emulate && fast_kernels() && fast_ops() && head_dim <= 2048) {
+    q_head_norm_official_fast(e, q, rows, head_dim, eps);
+    return;
+  }
   e.each(rows, [=] DI_HD(int64_t r) {
     float* v = q + r * head_dim;
     float sum = 0.0f;
@@ -164,6 +169,10 @@ void rope(Exec& e, float* x, int64_t n, int per_row, int width, int pairs, const
 }
 
 void kv_rows_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim) {
+  if (!e.emulate && fast_kernels() && fast_ops()) {
+    kv_rows_official_fast(e, kv, rows, head_dim, rope_dim);
+    return;
+  }
   e.each(rows, [=] DI_HD(int64_t r) {
     float* row = kv + r * head_dim;
     for (int i = 0; i < head_dim; ++i) row[i] = bf16r(row[i]);
@@ -209,17 +218,17 @@ void embed(Exec& e, const DevWeight& table, const int32_t* ids, int64_t n, int h
   });
 }
 
-void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
-            float* post, float* comb, float* u, float* row_ss) {
+// hc_pre's per-row part: pre/post mixes and the Sinkhorn-normalised comb (row_ss: the rows' sums
+// of squares when a fast kernel computed them, else null).
+void hc_pre_rows(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n,
+                 float* pre, float* post, float* comb, const float* row_ss) {
   const int hc = p.hc, mixw = (2 + p.hc) * p.hc;
-  const int64_t d = p.d, width = hc * p.d;
+  const int64_t width = hc * p.d;
   const HcParams q = p;
-  const bool have_ss = !e.emulate && fast_kernels() && row_ss;
-  if (have_ss) sum_squares_fast(e, X, n, width, row_ss);
   e.each(n, [=] DI_HD(int64_t t) {
     const float* xt = X + t * width;
     float ss = 0.0f;
-    if (have_ss) {
+    if (row_ss) {
       ss = row_ss[t];
     } else {
       for (int64_t i = 0; i < width; ++i) ss += xt[i] * xt[i];
@@ -261,6 +270,19 @@ void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_
       }
     }
   });
+}
+
+void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
+            float* post, float* comb, float* u, float* row_ss) {
+  const int hc = p.hc;
+  const int64_t d = p.d, width = hc * p.d;
+  const bool have_ss = !e.emulate && fast_kernels() && row_ss;
+  if (have_ss) sum_squares_fast(e, X, n, width, row_ss);
+  if (have_ss && fast_ops() && hc_pre_fast_supported(hc)) {
+    hc_pre_rows_fast(e, p, mix, row_ss, n, pre, post, comb);
+  } else {
+    hc_pre_rows(e, p, X, mix, n, pre, post, comb, have_ss ? row_ss : nullptr);
+  }
   e.each(n * d, [=] DI_HD(int64_t i) {
     const int64_t t = i / d, k = i % d;
     float acc = 0.0f;

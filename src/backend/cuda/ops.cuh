@@ -69,6 +69,10 @@ struct HcParams {
   const float* scale = nullptr;  // device [3]
 };
 // row_ss: scratch [n] for the rows' sums of squares (the fast path), may be null.
+// hc_pre_rows is its per-row part (mixes, Sinkhorn), from given sums of squares when row_ss is
+// not null.
+void hc_pre_rows(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n,
+                 float* pre, float* post, float* comb, const float* row_ss);
 void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
             float* post, float* comb, float* u, float* row_ss);
 // X_out[r, j] = post_j · y[r] + Σ_i comb[i, j] · X[r, i].

@@ -1,0 +1,39 @@
+// Fast device-only versions of the attention-side and per-row reference bodies (attention.cu,
+// ops.cu): a block or warp per row instead of one thread, the same arithmetic in the same order,
+// so each returns bitwise what its reference body returns (CudaKernels checks it). The callers
+// pick them when not emulating and fast_kernels() is on, and fall back where *_supported says no.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/attention.cuh"
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+
+// Whether the callers take these kernels (with fast_kernels()); DEEPINFER_CUDA_FAST_OPS=0 keeps
+// the reference bodies, to measure a step before and after with one binary.
+bool fast_ops();
+
+// attention(): a block per (row, head): the row's logits, its softmax (Exact, or the official
+// tiled one) and P·V from shared memory. Needs the slot list to fit shared memory, D ≤ 1024.
+bool attention_fast_supported(const AttnArgs& a);
+void attention_fast(Exec& e, const Rows& rows, const AttnArgs& a, float* o);
+
+// indexer_topk(): scores by blocks of 32 entries (the per-head dot products in parallel, each
+// score's sum over heads in the reference order), then the rank of every entry in parallel.
+bool indexer_fast_supported(const IndexerArgs& a);
+void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores, int32_t* sel,
+                       int32_t* cnt);
+
+// q_head_norm_official(): a warp per head row (the sum of squares still in row order).
+void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
+// kv_rows_official(): a block per row, a warp per FP8 block of 64.
+void kv_rows_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim);
+// hc_pre()'s per-row mixes and Sinkhorn, a warp per row holding the hc × hc matrix (hc = 4); the
+// caller has the row sums of squares in row_ss.
+bool hc_pre_fast_supported(int hc);
+void hc_pre_rows_fast(Exec& e, const HcParams& p, const float* mix, const float* row_ss, int64_t n,
+                      float* pre, float* post, float* comb);
+
+}  // namespace deepinfer::cuda

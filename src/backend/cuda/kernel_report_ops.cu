@@ -1,0 +1,383 @@
+// Device self-check of the fast attention-side and per-row kernels (fast_ops.cuh) against their
+// reference bodies on random inputs, at V4-Flash sizes (one row = a batch-1 decode step's call)
+// and at the test fixtures' sizes with their prefill launches (hundreds of rows, several segments,
+// full windows, more visible entries than top-k): each must return the same bits, and its time
+// beside the reference body's is reported. Outputs are filled with NaN before each checked run, so
+// a kernel that leaves values unwritten (a launch too small, skipped or failed) is caught.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "backend/cuda/fast_ops.cuh"
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/kernel_report.h"
+
+namespace deepinfer::cuda {
+namespace {
+
+struct Ctx {
+  Exec& e;
+  std::mt19937& rng;
+  cudaEvent_t t0, t1;
+};
+
+std::vector<float> normal(Ctx& c, size_t n, float sd = 1.0f) {
+  std::normal_distribution<float> g(0.0f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(c.rng);
+  return v;
+}
+
+template <class T>
+std::vector<T> to_host(Ctx& c, const DeviceArray<T>& a) {
+  std::vector<T> h(a.count);
+  c.e.to_host(h.data(), a.ptr, a.bytes());
+  return h;
+}
+
+// NaN bytes (0xFF…) over a device array: -1 as an int32, a NaN as a float.
+template <class T>
+void poison(Ctx& c, const DeviceArray<T>& a) {
+  if (a.count) c.e.note(cudaMemsetAsync(a.ptr, 0xFF, a.bytes(), c.e.stream));
+}
+
+int64_t nans(const std::vector<float>& v) {
+  int64_t n = 0;
+  for (float x : v) n += std::isnan(x);
+  return n;
+}
+
+template <class T>
+int64_t differing(const std::vector<T>& a, const std::vector<T>& b) {
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(T)) != 0;
+  return n;
+}
+
+// ms per call of f (after one warm-up call).
+template <class F>
+double time_ms(Ctx& c, int iters, F f) {
+  f();
+  cudaEventRecord(c.t0, c.e.stream);
+  for (int i = 0; i < iters; ++i) f();
+  cudaEventRecord(c.t1, c.e.stream);
+  cudaEventSynchronize(c.t1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, c.t0, c.t1);
+  return ms / iters;
+}
+
+// run(fast, reset) runs the reference body or the fast kernel (reset: from fresh inputs first,
+// outputs filled with NaN); outputs() after the reference must equal those after the fast kernel,
+// bit for bit, and hold no NaN (every value written).
+template <class Run, class Out>
+void check(Ctx& c, std::vector<KernelCheck>& out, const std::string& what, Run run, Out outputs) {
+  set_fast_kernels(false);
+  run(false, true);
+  const auto ref = outputs();
+  set_fast_kernels(true);
+  run(true, true);
+  const auto fast = outputs();
+  int64_t differ = c.e.sync().ok() ? differing(ref, fast) : -1;
+  if (ref.size() != fast.size()) differ = -1;
+  const int64_t unwritten = nans(ref);
+  if (unwritten > 0) differ = -1;
+  set_fast_kernels(false);
+  const double ms_ref = time_ms(c, 3, [&] { run(false, false); });
+  set_fast_kernels(true);
+  const double ms_fast = time_ms(c, 20, [&] { run(true, false); });
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "%-52s fast %8.4f ms  reference %8.4f ms  (%.0fx)  %lld of %zu values differ%s",
+                what.c_str(), ms_fast, ms_ref, ms_fast > 0 ? ms_ref / ms_fast : 0.0,
+                static_cast<long long>(differ), ref.size(),
+                unwritten > 0 ? " (NaN left in the reference's outputs)" : "");
+  KernelCheck kc;
+  kc.line = line;
+  kc.rel_error = differ < 0 ? 1.0 : static_cast<double>(differ);
+  kc.tolerance = 0;
+  out.push_back(kc);
+}
+
+struct TestRows {
+  std::vector<int32_t> seq, pos, start, pos0, len;
+  DeviceArray<int32_t> d;
+  Rows rows(int64_t n) const {
+    const int64_t N = static_cast<int64_t>(seq.size());
+    return Rows{d.ptr, d.ptr, d.ptr + N, d.ptr + 2 * N, d.ptr + 3 * N, d.ptr + 4 * N, n};
+  }
+  int64_t n() const { return static_cast<int64_t>(seq.size()); }
+};
+
+struct Segment {
+  int seq, pos0, len;
+};
+
+TestRows test_rows(Exec& e, std::initializer_list<Segment> segments) {
+  TestRows t;
+  auto add = [&](int s, int p0, int len) {
+    const int row0 = static_cast<int>(t.seq.size());
+    for (int i = 0; i < len; ++i) {
+      t.seq.push_back(s);
+      t.pos.push_back(p0 + i);
+      t.start.push_back(row0);
+      t.pos0.push_back(p0);
+      t.len.push_back(len);
+    }
+  };
+  for (const Segment& s : segments) add(s.seq, s.pos0, s.len);
+  std::vector<int32_t> all;
+  for (const auto* v : {&t.seq, &t.pos, &t.start, &t.pos0, &t.len})
+    all.insert(all.end(), v->begin(), v->end());
+  t.d.upload(e, all);
+  return t;
+}
+
+constexpr int kSlots = 6;
+
+// The sizes of one configuration's attention side.
+struct Shape {
+  std::string name;
+  int H, D, rope, W, topk;         // attention heads, head_dim, its RoPE dims, window, index top-k
+  int64_t csa_cap, hca_cap;        // entries stored per sequence at ratio 4 and 128
+  int index_heads, index_dim, hc;  // the indexer's heads and head_dim; hc_mult
+  int64_t d;                       // hidden size
+  int sinkhorn_iters;
+};
+
+// cnt/sel as the indexer leaves them: the first min(vis, topk) entries of a random order.
+void random_selection(Ctx& c, const TestRows& t, int ratio, int topk, std::vector<int32_t>& cnt,
+                      std::vector<int32_t>& sel) {
+  cnt.assign(static_cast<size_t>(t.n()), 0);
+  sel.assign(static_cast<size_t>(t.n() * topk), 0);
+  for (int64_t r = 0; r < t.n(); ++r) {
+    const int vis = (t.pos[static_cast<size_t>(r)] + 1) / ratio;
+    std::vector<int32_t> ids(static_cast<size_t>(vis));
+    for (int i = 0; i < vis; ++i) ids[static_cast<size_t>(i)] = i;
+    std::shuffle(ids.begin(), ids.end(), c.rng);
+    cnt[static_cast<size_t>(r)] = std::min(vis, topk);
+    for (int i = 0; i < cnt[static_cast<size_t>(r)]; ++i)
+      sel[static_cast<size_t>(r * topk + i)] = ids[static_cast<size_t>(i)];
+  }
+}
+
+// ns: the row counts to check (the first n rows of t).
+void attention_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, const TestRows& t,
+                      std::initializer_list<int64_t> ns) {
+  const int H = sh.H, D = sh.D, window = sh.W, topk = sh.topk;
+  for (int ratio : {4, 128}) {
+    const bool csa = ratio == 4;
+    const int64_t cap = csa ? sh.csa_cap : sh.hca_cap;
+    DeviceArray<float> q, kv, ring, cmp, sink, probs, o;
+    DeviceArray<int32_t> sel, cnt;
+    q.upload(c.e, normal(c, static_cast<size_t>(t.n() * H * D)));
+    kv.upload(c.e, normal(c, static_cast<size_t>(t.n() * D)));
+    ring.upload(c.e, normal(c, static_cast<size_t>(kSlots * window * D)));
+    cmp.upload(c.e, normal(c, static_cast<size_t>(kSlots * cap * D)));
+    sink.upload(c.e, normal(c, H));
+    std::vector<int32_t> hcnt, hsel;
+    random_selection(c, t, ratio, topk, hcnt, hsel);
+    cnt.upload(c.e, hcnt);
+    sel.upload(c.e, hsel);
+    AttnArgs a;
+    a.q = q.ptr;
+    a.kv = kv.ptr;
+    a.ring = ring.ptr;
+    a.cmp = cmp.ptr;
+    a.sel = sel.ptr;
+    a.cnt = cnt.ptr;
+    a.sink = sink.ptr;
+    a.capacity = cap;
+    a.H = H;
+    a.D = D;
+    a.W = window;
+    a.ratio = ratio;
+    a.topk = topk;
+    a.csa = csa;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    probs.allocate(c.e, static_cast<size_t>(t.n() * H * (window + a.cslots())));
+    o.allocate(c.e, static_cast<size_t>(t.n() * H * D));
+    for (bool official : {false, true}) {
+      a.official = official;
+      if (!attention_fast_supported(a)) continue;
+      for (int64_t n : ns) {
+        const std::string what = sh.name + " attention " + (csa ? "CSA" : "HCA") +
+                                 (official ? " official" : " exact") + ", " + std::to_string(n) +
+                                 (n == 1 ? " row" : " rows");
+        check(
+            c, out, what,
+            [&](bool, bool reset) {
+              if (reset) poison(c, o);
+              attention(c.e, t.rows(n), a, probs.ptr, o.ptr);
+            },
+            [&] {
+              std::vector<float> v = to_host(c, o);
+              v.resize(static_cast<size_t>(n * H * D));  // the rows of this launch
+              return v;
+            });
+      }
+    }
+  }
+}
+
+void indexer_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, const TestRows& t,
+                    std::initializer_list<int64_t> ns) {
+  const int ih = sh.index_heads, ihd = sh.index_dim, ratio = 4, topk = sh.topk;
+  const int64_t cap = sh.csa_cap;
+  // Every third key repeats the one before it: equal scores, so the tie rule is exercised.
+  std::vector<float> keys = normal(c, static_cast<size_t>(kSlots * cap * ihd));
+  for (int64_t j = 2; j < kSlots * cap; j += 3)
+    std::memcpy(&keys[static_cast<size_t>(j * ihd)], &keys[static_cast<size_t>((j - 1) * ihd)],
+                ihd * sizeof(float));
+  DeviceArray<float> k, q, w, scores;
+  DeviceArray<int32_t> sel, cnt;
+  k.upload(c.e, keys);
+  q.upload(c.e, normal(c, static_cast<size_t>(t.n() * ih * ihd)));
+  w.upload(c.e, normal(c, static_cast<size_t>(t.n() * ih), 0.125f));
+  scores.allocate(c.e, static_cast<size_t>(t.n() * cap));
+  sel.allocate(c.e, static_cast<size_t>(t.n() * topk));
+  cnt.allocate(c.e, static_cast<size_t>(t.n()));
+  for (bool official : {false, true}) {
+    IndexerArgs a{q.ptr, w.ptr, k.ptr, cap, ih, ihd, ratio, topk, official};
+    if (!indexer_fast_supported(a)) continue;
+    for (int64_t n : ns) {
+      const std::string what = sh.name + " indexer scores + top-k" +
+                               (official ? " official" : " exact") + ", " + std::to_string(n) +
+                               (n == 1 ? " row" : " rows");
+      check(
+          c, out, what,
+          [&](bool, bool reset) {
+            if (reset) {
+              poison(c, scores);
+              poison(c, sel);
+              poison(c, cnt);
+            }
+            indexer_topk(c.e, t.rows(n), a, scores.ptr, sel.ptr, cnt.ptr);
+          },
+          [&] {  // scores, counts and the selected ids (the first cnt of each row)
+            std::vector<float> v = to_host(c, scores);
+            v.resize(static_cast<size_t>(n * cap));
+            const std::vector<int32_t> hc = to_host(c, cnt), hs = to_host(c, sel);
+            for (int64_t r = 0; r < n; ++r) {
+              v.push_back(static_cast<float>(hc[static_cast<size_t>(r)]));
+              for (int i = 0; i < hc[static_cast<size_t>(r)] && i < topk; ++i)
+                v.push_back(static_cast<float>(hs[static_cast<size_t>(r * topk + i)]));
+            }
+            return v;
+          });
+    }
+  }
+}
+
+void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
+                std::initializer_list<int64_t> ns) {
+  const int H = sh.H, D = sh.D, R = sh.rope;
+  for (int64_t n : ns) {
+    const std::vector<float> hq = normal(c, static_cast<size_t>(n * H * D), 3.0f);
+    DeviceArray<float> q;
+    q.upload(c.e, hq);
+    check(
+        c, out, sh.name + " q head norm official, " + std::to_string(n) + " token(s)",
+        [&](bool, bool reset) {
+          if (reset) c.e.to_device(q.ptr, hq.data(), q.bytes());
+          q_head_norm_official(c.e, q.ptr, n * H, D, 1e-6f);
+        },
+        [&] { return to_host(c, q); });
+    const std::vector<float> hkv = normal(c, static_cast<size_t>(n * D), 2.0f);
+    DeviceArray<float> kv;
+    kv.upload(c.e, hkv);
+    check(
+        c, out, sh.name + " kv rows official, " + std::to_string(n) + " token(s)",
+        [&](bool, bool reset) {
+          if (reset) c.e.to_device(kv.ptr, hkv.data(), kv.bytes());
+          kv_rows_official(c.e, kv.ptr, n, D, R);
+        },
+        [&] { return to_host(c, kv); });
+  }
+  const int hc = sh.hc;
+  if (!hc_pre_fast_supported(hc)) return;
+  const int64_t n = std::max(ns), d = sh.d;
+  DeviceArray<float> mix, ss, base, scale, pre, post, comb;
+  mix.upload(c.e, normal(c, static_cast<size_t>(n * (2 + hc) * hc), 40.0f));
+  std::vector<float> hss = normal(c, static_cast<size_t>(n));
+  for (auto& v : hss) v = static_cast<float>(hc * d) * (1.0f + std::fabs(v));
+  ss.upload(c.e, hss);
+  base.upload(c.e, normal(c, static_cast<size_t>((2 + hc) * hc)));
+  scale.upload(c.e, normal(c, 3, 0.05f));
+  pre.allocate(c.e, static_cast<size_t>(n * hc));
+  post.allocate(c.e, static_cast<size_t>(n * hc));
+  comb.allocate(c.e, static_cast<size_t>(n * hc * hc));
+  const HcParams p{hc, sh.sinkhorn_iters, d, 1e-6f, 1e-6f, base.ptr, scale.ptr};
+  check(
+      c, out, sh.name + " mHC pre rows (Sinkhorn), " + std::to_string(n) + " tokens",
+      [&](bool fast, bool reset) {
+        if (reset) {
+          poison(c, pre);
+          poison(c, post);
+          poison(c, comb);
+        }
+        if (fast) {
+          hc_pre_rows_fast(c.e, p, mix.ptr, ss.ptr, n, pre.ptr, post.ptr, comb.ptr);
+        } else {
+          hc_pre_rows(c.e, p, nullptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, ss.ptr);
+        }
+      },
+      [&] {
+        std::vector<float> v = to_host(c, pre), b = to_host(c, post), m = to_host(c, comb);
+        v.insert(v.end(), b.begin(), b.end());
+        v.insert(v.end(), m.begin(), m.end());
+        return v;
+      });
+}
+
+}  // namespace
+
+std::vector<KernelCheck> op_kernel_report() {
+  std::vector<KernelCheck> out;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
+  const bool fast0 = fast_kernels();
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(11);
+  Ctx c{e, rng, nullptr, nullptr};
+  cudaEventCreate(&c.t0);
+  cudaEventCreate(&c.t1);
+  {
+    // V4-Flash: four decodes (row 0 alone is a batch-1 step at position 4095) and two 3-row
+    // prefill segments, one from position 0.
+    const Shape flash{"flash", 64, 512, 64, 128, 512, 1100, 40, 64, 128, 4, 4096, 20};
+    const TestRows t =
+        test_rows(e, {{0, 4095, 1}, {1, 5, 1}, {2, 200, 1}, {3, 1000, 1}, {4, 10, 3}, {5, 0, 3}});
+    attention_checks(c, out, flash, t, {1, t.n()});
+    indexer_checks(c, out, flash, t, {1, t.n()});
+    row_checks(c, out, flash, {1, 16});
+    // The fixtures hf_v4_b and official_v4_a (hc_mult 4): a 560-row prefill from position 0,
+    // a 40-row chunk continuing a sequence at 300 (its window partly in the ring), a decode at
+    // 519 and a 5-row prompt shorter than the window; stores sized for 768 positions.
+    const TestRows p = test_rows(e, {{0, 0, 560}, {1, 300, 40}, {2, 519, 1}, {3, 0, 5}});
+    const Shape hf_b{"hf_v4_b", 2, 128, 64, 48, 24, 192, 6, 4, 64, 4, 224, 25};
+    const Shape off_a{"official_v4_a", 8, 96, 32, 24, 20, 192, 6, 2, 64, 4, 256, 9};
+    for (const Shape* sh : {&hf_b, &off_a}) {
+      attention_checks(c, out, *sh, p, {p.n()});
+      indexer_checks(c, out, *sh, p, {p.n()});
+      row_checks(c, out, *sh, {p.n()});
+    }
+  }
+  if (e.error != cudaSuccess) {
+    KernelCheck kc;
+    kc.line = std::string("CUDA error in the kernel checks: ") + cudaGetErrorString(e.error);
+    kc.rel_error = 1;
+    out.push_back(kc);
+  }
+  set_fast_kernels(fast0);
+  cudaEventDestroy(c.t0);
+  cudaEventDestroy(c.t1);
+  cudaStreamDestroy(e.stream);
+  return out;
+}
+
+}  // namespace deepinfer::cuda

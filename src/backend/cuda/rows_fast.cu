@@ -1,0 +1,143 @@
+// Per-row operations of the forward with the row spread over a warp or block (fast_ops.cuh): the
+// official q-head RMSNorm, the official KV row roundings, and the mHC pre-mix's per-row matrices.
+// Each computes what its reference body in ops.cu computes, bitwise: element-wise steps run in
+// parallel, maxima reduce in any order (exact), and sums stay in the reference's order.
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/fast_ops.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+constexpr int kNormWarps = 4;
+
+__global__ void __launch_bounds__(kNormWarps * 32)
+    q_head_norm_kernel(float* q, int64_t rows, int64_t head_dim, float eps) {
+  extern __shared__ float squares[];  // [kNormWarps][head_dim]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kNormWarps + warp;
+  if (r >= rows) return;  // uniform across the warp; only warp barriers below
+  float* v = q + r * head_dim;
+  float* sq = squares + warp * head_dim;
+  for (int64_t i = lane; i < head_dim; i += 32) {
+    const float x = bf16r(v[i]);
+    v[i] = x;
+    sq[i] = bf16r(x * x);
+  }
+  __syncwarp();
+  float rs = 0.0f;
+  if (lane == 0) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < head_dim; ++i) sum += sq[i];
+    const float mean = bf16r(sum / static_cast<float>(head_dim));
+    const float t = bf16r(mean + eps);
+    rs = bf16r(1.0f / sqrtf(t));
+  }
+  rs = __shfl_sync(0xffffffffu, rs, 0);
+  for (int64_t i = lane; i < head_dim; i += 32) v[i] = bf16r(v[i] * rs);
+}
+
+constexpr int kKvThreads = 256, kKvBlock = 64;
+
+__global__ void __launch_bounds__(kKvThreads)
+    kv_rows_kernel(float* kv, int head_dim, int rope_dim) {
+  float* row = kv + static_cast<int64_t>(blockIdx.x) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += kKvThreads) row[i] = bf16r(row[i]);
+  __syncthreads();
+  const int nope = head_dim - rope_dim, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int b0 = warp * kKvBlock; b0 < nope; b0 += (kKvThreads / 32) * kKvBlock) {
+    const int len = nope - b0 < kKvBlock ? nope - b0 : kKvBlock;
+    float amax = 0.0f;
+    for (int i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(row[b0 + i]));
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    const float s = fp8_act_scale(amax);
+    for (int i = lane; i < len; i += 32) row[b0 + i] = bf16r(round_e4m3(row[b0 + i] / s) * s);
+  }
+}
+
+__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// A warp per row: lane l < hc·hc holds comb[l / hc][l % hc] (the other lanes mirror lane 0), and
+// every row or column sum gathers its hc values by shuffles and adds them in the reference's order.
+template <int HC>
+__global__ void hc_pre_rows_kernel(const HcParams q, const float* __restrict__ mix,
+                                   const float* __restrict__ row_ss, int64_t n, float* pre,
+                                   float* post, float* comb) {
+  const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (t >= n) return;  // uniform across the warp
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int mixw = (2 + HC) * HC;
+  const float width = static_cast<float>(HC * q.d);
+  const float rs = 1.0f / sqrtf(row_ss[t] / width + q.rms_eps);
+  const float* mt = mix + t * mixw;
+  const float eps = q.hc_eps;
+  if (lane < HC) {
+    pre[t * HC + lane] = sigmoid(mt[lane] * rs * q.scale[0] + q.base[lane]) + eps;
+    post[t * HC + lane] = 2.0f * sigmoid(mt[HC + lane] * rs * q.scale[1] + q.base[HC + lane]);
+  }
+  const int l = lane < HC * HC ? lane : 0, i = l / HC, j = l % HC;
+  float c = mt[2 * HC + l] * rs * q.scale[2] + q.base[2 * HC + l];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int jj = 0; jj < HC; ++jj) mx = fmaxf(mx, __shfl_sync(kAll, c, i * HC + jj));
+  c = expf(c - mx);
+  float sum = 0.0f;
+#pragma unroll
+  for (int jj = 0; jj < HC; ++jj) sum += __shfl_sync(kAll, c, i * HC + jj);
+  c = c / sum + eps;
+  for (int it = 0; it < q.sinkhorn_iters; ++it) {
+    if (it > 0) {  // row normalisation
+      float s = 0.0f;
+#pragma unroll
+      for (int jj = 0; jj < HC; ++jj) s += __shfl_sync(kAll, c, i * HC + jj);
+      c /= (s + eps);
+    }
+    float s = 0.0f;  // column normalisation
+#pragma unroll
+    for (int ii = 0; ii < HC; ++ii) s += __shfl_sync(kAll, c, ii * HC + j);
+    c /= (s + eps);
+  }
+  if (lane < HC * HC) comb[t * HC * HC + lane] = c;
+}
+
+}  // namespace
+
+bool fast_ops() {
+  static const bool on = [] {
+    const char* env = std::getenv("DEEPINFER_CUDA_FAST_OPS");
+    return !env || std::strcmp(env, "0") != 0;
+  }();
+  return on;
+}
+
+void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps) {
+  if (rows <= 0) return;
+  const unsigned blocks = static_cast<unsigned>((rows + kNormWarps - 1) / kNormWarps);
+  const size_t shared = static_cast<size_t>(kNormWarps * head_dim) * sizeof(float);
+  q_head_norm_kernel<<<blocks, kNormWarps * 32, shared, e.stream>>>(q, rows, head_dim, eps);
+  e.note(cudaGetLastError());
+}
+
+void kv_rows_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim) {
+  if (rows <= 0) return;
+  kv_rows_kernel<<<static_cast<unsigned>(rows), kKvThreads, 0, e.stream>>>(kv, head_dim, rope_dim);
+  e.note(cudaGetLastError());
+}
+
+bool hc_pre_fast_supported(int hc) { return hc == 4; }
+
+void hc_pre_rows_fast(Exec& e, const HcParams& p, const float* mix, const float* row_ss, int64_t n,
+                      float* pre, float* post, float* comb) {
+  if (n <= 0) return;
+  constexpr int kThreads = 64, kRowsPerBlock = kThreads / 32;  // a warp per row
+  hc_pre_rows_kernel<4>
+      <<<static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, e.stream>>>(
+          p, mix, row_ss, n, pre, post, comb);
+  e.note(cudaGetLastError());
+}
+
+}  // namespace deepinfer::cuda
