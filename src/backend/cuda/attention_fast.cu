@@ -344,6 +344,15 @@ void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* s
                           indexer_shared_bytes(a), e.stream>>>(rows, a, score_blocks, sscale,
                                                                scores);
   e.note(cudaGetLastError());
+  if (topk_select_supported(a.topk, a.capacity)) {
+    TopkArgs ta;
+    ta.scores = scores;
+    ta.stride = a.capacity;
+    ta.ratio = a.ratio;
+    ta.topk = a.topk;
+    topk_select(e, rows, ta, sel, cnt);
+    return;
+  }
   const int64_t rank_blocks = (a.capacity + kRankThreads - 1) / kRankThreads;
   indexer_rank_kernel<<<static_cast<unsigned>(rows.n * rank_blocks), kRankThreads, 0, e.stream>>>(
       rows, a, rank_blocks, scores, sel, cnt);

@@ -21,10 +21,23 @@ bool attention_fast_supported(const AttnArgs& a);
 void attention_fast(Exec& e, const Rows& rows, const AttnArgs& a, float* o);
 
 // indexer_topk(): scores by blocks of 32 entries (the per-head dot products in parallel, each
-// score's sum over heads in the reference order), then the rank of every entry in parallel.
+// score's sum over heads in the reference order), then the top-k by topk_select (or, for
+// top-k above its limit, the rank of every entry in parallel).
 bool indexer_fast_supported(const IndexerArgs& a);
 void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores, int32_t* sel,
                        int32_t* cnt);
+// The top-k of each row's visible scores (the first (pos + 1) / ratio of `stride`), by the rank
+// rule of both indexers (higher score, then lower id): a block per row, radix select, O(visible)
+// (indexer_select.cu). sel[r · topk + i], i < min(visible, topk): in rank order, or by_id in id
+// order; pad writes -1 after them; cnt (may be null) gets min(visible, topk).
+struct TopkArgs {
+  const float* scores = nullptr;
+  int64_t stride = 0;
+  int ratio = 1, topk = 0;
+  bool by_id = false, pad = false;
+};
+bool topk_select_supported(int topk, int64_t stride);
+void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int32_t* cnt);
 
 // q_head_norm_official(): a warp per head row (the sum of squares still in row order).
 void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);

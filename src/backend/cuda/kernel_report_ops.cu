@@ -14,6 +14,7 @@
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/v41_ops.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -223,15 +224,19 @@ void attention_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, co
   }
 }
 
+// flat: one key repeated over the slots 1, 3, 5 (every score of those rows ties, so the top-k is
+// decided by ids alone); otherwise every third key repeats the one before it.
 void indexer_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, const TestRows& t,
-                    std::initializer_list<int64_t> ns) {
+                    std::initializer_list<int64_t> ns, bool flat = false) {
   const int ih = sh.index_heads, ihd = sh.index_dim, ratio = 4, topk = sh.topk;
   const int64_t cap = sh.csa_cap;
-  // Every third key repeats the one before it: equal scores, so the tie rule is exercised.
   std::vector<float> keys = normal(c, static_cast<size_t>(kSlots * cap * ihd));
-  for (int64_t j = 2; j < kSlots * cap; j += 3)
-    std::memcpy(&keys[static_cast<size_t>(j * ihd)], &keys[static_cast<size_t>((j - 1) * ihd)],
-                ihd * sizeof(float));
+  for (int64_t j = 1; j < kSlots * cap; ++j) {
+    const bool tie = flat ? (j / cap) % 2 == 1 && j % cap != 0 : j % 3 == 2;
+    if (tie)
+      std::memcpy(&keys[static_cast<size_t>(j * ihd)], &keys[static_cast<size_t>((j - 1) * ihd)],
+                  ihd * sizeof(float));
+  }
   DeviceArray<float> k, q, w, scores;
   DeviceArray<int32_t> sel, cnt;
   k.upload(c.e, keys);
@@ -245,8 +250,8 @@ void indexer_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, cons
     if (!indexer_fast_supported(a)) continue;
     for (int64_t n : ns) {
       const std::string what = sh.name + " indexer scores + top-k" +
-                               (official ? " official" : " exact") + ", " + std::to_string(n) +
-                               (n == 1 ? " row" : " rows");
+                               (official ? " official" : " exact") + (flat ? ", tied" : "") + ", " +
+                               std::to_string(n) + (n == 1 ? " row" : " rows");
       check(
           c, out, what,
           [&](bool, bool reset) {
@@ -270,6 +275,29 @@ void indexer_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, cons
           });
     }
   }
+}
+
+// V4.1's top-k in id order (v41::select_topk_by_id) over bf16-rounded random scores (so many
+// tie) of S entries per row.
+void v41_topk_checks(Ctx& c, std::vector<KernelCheck>& out, const TestRows& t, int64_t S, int K) {
+  std::vector<float> hs = normal(c, static_cast<size_t>(t.n() * S));
+  for (float& v : hs) v = std::round(v * 64.0f) / 64.0f;
+  DeviceArray<float> sc;
+  DeviceArray<int32_t> tk;
+  DeviceArray<uint8_t> flags;
+  sc.upload(c.e, hs);
+  tk.allocate(c.e, static_cast<size_t>(t.n() * K));
+  flags.allocate(c.e, static_cast<size_t>(t.n() * S));
+  check(
+      c, out, "v4.1 top-" + std::to_string(K) + " by id, " + std::to_string(t.n()) + " rows",
+      [&](bool, bool reset) {
+        if (reset) poison(c, tk);
+        v41::select_topk_by_id(c.e, t.rows(t.n()), sc.ptr, S, 4, K, flags.ptr, tk.ptr);
+      },
+      [&] {
+        const std::vector<int32_t> h = to_host(c, tk);
+        return std::vector<float>(h.begin(), h.end());
+      });
 }
 
 void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
@@ -355,6 +383,14 @@ std::vector<KernelCheck> op_kernel_report() {
     attention_checks(c, out, flash, t, {1, t.n()});
     indexer_checks(c, out, flash, t, {1, t.n()});
     row_checks(c, out, flash, {1, 16});
+    // Long contexts for the radix-select top-k: 16,384 and 10,000 visible entries, exactly 512
+    // (k = visible) and 513; the slots 1 and 3 again with every score tied.
+    const Shape flash_long{"flash 64k", 64, 512, 64, 128, 512, 16384, 40, 64, 128, 4, 4096, 20};
+    const TestRows lt =
+        test_rows(e, {{0, 65535, 1}, {1, 39999, 1}, {2, 2047, 1}, {3, 2051, 1}, {4, 3, 1}});
+    indexer_checks(c, out, flash_long, lt, {lt.n()});
+    indexer_checks(c, out, flash_long, lt, {lt.n()}, true);
+    v41_topk_checks(c, out, lt, 16384, 512);
     // The fixtures hf_v4_b and official_v4_a (hc_mult 4): a 560-row prefill from position 0,
     // a 40-row chunk continuing a sequence at 300 (its window partly in the ring), a decode at
     // 519 and a 5-row prompt shorter than the window; stores sized for 768 positions.

@@ -13,11 +13,6 @@ using namespace v41;
 
 namespace {
 
-// Whether entry a ranks before entry b: higher score, then lower index.
-DI_HD inline bool ranks_before(const float* s, int32_t a, int32_t b) {
-  return s[a] > s[b] || (s[a] == s[b] && a < b);
-}
-
 // The top min(k, n) of s[0, n) by rank, sorted ascending into picks; returns how many.
 DI_HD inline int top_sorted(const float* s, int n, int k, int32_t* picks) {
   if (k >= n) {  // every entry: already in index order
@@ -235,33 +230,7 @@ void CudaV41Model::Impl::indexer(int layer, const V41Step& st, const float* x, c
       if (j / bs >= cs || !cd[t * cs + j / bs]) sc[i] = -INFINITY;
     });
   }
-  // Top-k by rank, a thread per (row, entry): an entry is picked when fewer than k rank before
-  // it (the order is total, so exactly min(k, visible) are), and lands at its index among the
-  // picks, which sorts them ascending; the same picks as one selection per row.
-  int32_t* tk = topk.ptr;
-  uint8_t* picked = pick_flags.ptr;
-  e.each(n * S, [=] DI_HD(int64_t i) {
-    const int64_t t = i / S;
-    const int32_t j = static_cast<int32_t>(i % S);
-    const int32_t nvis = static_cast<int32_t>((int64_t{rw.pos[t]} + 1) / r);
-    if (j >= nvis) return;
-    const float* st = sc + t * S;
-    int32_t rank = 0;
-    if (nvis > K)
-      for (int32_t m = 0; m < nvis && rank < K; ++m) rank += ranks_before(st, m, j);
-    picked[i] = rank < K;
-  });
-  e.each(n * S, [=] DI_HD(int64_t i) {
-    const int64_t t = i / S, j = i % S;
-    if (j >= (int64_t{rw.pos[t]} + 1) / r || !picked[i]) return;
-    int32_t at = 0;
-    for (int64_t m = t * S; m < i; ++m) at += picked[m];
-    tk[t * K + at] = static_cast<int32_t>(j);
-  });
-  e.each(n * K, [=] DI_HD(int64_t i) {
-    const int64_t t = i / K, visible = (int64_t{rw.pos[t]} + 1) / r;
-    if (i % K >= visible) tk[i] = -1;
-  });
+  select_topk_by_id(e, rw, sc, S, r, K, pick_flags.ptr, topk.ptr);
 }
 
 void CudaV41Model::Impl::attention(int layer, const V41Step& st, const float* x, float* y) {

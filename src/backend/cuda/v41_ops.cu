@@ -1,4 +1,5 @@
 // Bodies of the V4.1 row operations (v41_ops.cuh); each mirrors its CPU step in src/model.
+#include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/ops.cuh"
 #include "backend/cuda/v41_ops.cuh"
@@ -286,6 +287,47 @@ void engram_gate(Exec& e, float* X, const float* kv, const float* qk, int64_t n,
     const float mag = sqrtf(fmaxf(fabsf(g), 1e-6f));
     const float gate = 1.0f / (1.0f + expf(-copysignf(mag, g)));
     for (int64_t m = 0; m < d; ++m) x[m] = bf16r(x[m] + gate * value[m]);
+  });
+}
+
+void select_topk_by_id(Exec& e, const Rows& rows, const float* sc, int64_t S, int ratio, int K,
+                       uint8_t* flags, int32_t* tk) {
+  if (!e.emulate && fast_kernels() && fast_ops() && topk_select_supported(K, S)) {
+    TopkArgs a;
+    a.scores = sc;
+    a.stride = S;
+    a.ratio = ratio;
+    a.topk = K;
+    a.by_id = true;
+    a.pad = true;
+    topk_select(e, rows, a, tk, nullptr);
+    return;
+  }
+  // A thread per (row, entry): an entry is picked when fewer than K rank before it (the order is
+  // total, so exactly min(K, visible) are), and lands at its index among the picks, which sorts
+  // them ascending; the same picks as one selection per row.
+  const Rows rw = rows;
+  e.each(rows.n * S, [=] DI_HD(int64_t i) {
+    const int64_t t = i / S;
+    const int32_t j = static_cast<int32_t>(i % S);
+    const int32_t nvis = static_cast<int32_t>((int64_t{rw.pos[t]} + 1) / ratio);
+    if (j >= nvis) return;
+    const float* st = sc + t * S;
+    int32_t rank = 0;
+    if (nvis > K)
+      for (int32_t m = 0; m < nvis && rank < K; ++m) rank += ranks_before(st, m, j);
+    flags[i] = rank < K;
+  });
+  e.each(rows.n * S, [=] DI_HD(int64_t i) {
+    const int64_t t = i / S, j = i % S;
+    if (j >= (int64_t{rw.pos[t]} + 1) / ratio || !flags[i]) return;
+    int32_t at = 0;
+    for (int64_t m = t * S; m < i; ++m) at += flags[m];
+    tk[t * K + at] = static_cast<int32_t>(j);
+  });
+  e.each(rows.n * K, [=] DI_HD(int64_t i) {
+    const int64_t t = i / K, visible = (int64_t{rw.pos[t]} + 1) / ratio;
+    if (i % K >= visible) tk[i] = -1;
   });
 }
 

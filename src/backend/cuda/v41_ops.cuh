@@ -7,8 +7,20 @@
 
 #include "backend/cuda/exec.cuh"
 #include "backend/cuda/formats.cuh"
+#include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda::v41 {
+
+// Whether entry a ranks before entry b: higher score, then lower index.
+DI_HD inline bool ranks_before(const float* s, int32_t a, int32_t b) {
+  return s[a] > s[b] || (s[a] == s[b] && a < b);
+}
+
+// The indexer's top-K of each row's visible scores (the first (pos + 1) / ratio of sc's stride S)
+// by rank, written in id order into tk [rows, K], -1 after them. The reference bodies rank every
+// entry (flags: rows × S bytes); on the device with fast kernels, topk_select (radix select).
+void select_topk_by_id(Exec& e, const Rows& rows, const float* sc, int64_t S, int ratio, int K,
+                       uint8_t* flags, int32_t* tk);
 
 // y = x·Wᵀ as model::qat32_linear: before FP8/FP4 weights x is FP8-quantized per 1×32 (into xq,
 // n × w.in floats) and y rounded to bf16; other formats give fp32, rounded when bf16_out.
