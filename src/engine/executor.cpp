@@ -5,6 +5,8 @@
 #include <chrono>
 #include <string>
 
+#include "engine/philox.h"
+
 namespace deepinfer::engine {
 
 Executor::Executor(ModelRunner& runner, int32_t num_slots, int32_t num_threads,
@@ -47,6 +49,8 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
   }
   batch_.clear();
   sample_slots_.clear();
+  device_samples_.resize(in.scheduled.size());
+  const bool device = runner_.samples_on_device();
   for (const ScheduledSequence& e : in.scheduled) {
     Slot& s = slots_[e.slot];
     if (!s.live || s.request_id != e.request_id) {
@@ -69,17 +73,35 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
     seq.fresh = s.fresh;
     seq.want_logits = e.sample;
     seq.num_prompt = s.num_prompt;
+    if (e.sample && device && device_samplable(s.params, kDeviceSampleMaxTopK)) {
+      DeviceSample& d = device_samples_[sample_slots_.size()];
+      d.greedy = s.params.temperature < kGreedyEpsilon;
+      d.temperature = s.params.temperature;
+      d.top_k = s.params.top_k;
+      d.top_p = s.params.top_p;
+      d.min_p = s.params.min_p;
+      d.uniform = d.greedy ? 0.0 : philox_uniform(s.seed, s.tokens.size() - s.num_prompt);
+      seq.device_sample = &d;
+    }
     s.fresh = false;
     batch_.push_back(seq);
     if (e.sample) sample_slots_.push_back(e.slot);
   }
   const int32_t vocab = runner_.vocab_size();
   logits_.resize(sample_slots_.size() * static_cast<size_t>(vocab));
-  out.status = runner_.execute(batch_, logits_);
+  device_tokens_.assign(sample_slots_.size(), -1);
+  out.status = device ? runner_.execute_sampling(batch_, logits_, device_tokens_)
+                      : runner_.execute(batch_, logits_);
   if (out.status.ok()) {
     out.sampled.resize(sample_slots_.size());
     pool_.parallel_for(static_cast<int32_t>(sample_slots_.size()), [&](int32_t i, int32_t t) {
       Slot& s = slots_[sample_slots_[i]];
+      out.sampled[i].request_id = s.request_id;
+      if (device_tokens_[i] >= 0) {  // drawn by the runner (no logprobs, no grammar)
+        out.sampled[i].result = SampleResult{};
+        out.sampled[i].result.token = device_tokens_[i];
+        return;
+      }
       const std::span<const int32_t> all(s.tokens);
       SampleContext ctx{s.params, s.seed, all.first(s.num_prompt), all.subspan(s.num_prompt)};
       // Structured output: the grammar's mask (only the grammar's words are rewritten; the
@@ -88,7 +110,6 @@ void Executor::execute(const SchedulerOutput& in, ModelOutput& out) {
           s.constraint->fill_mask(std::span<uint64_t>(s.mask).first(
               structured::mask_words(s.params.structured->grammar->vocab().vocab_size()))))
         ctx.allowed = s.mask;
-      out.sampled[i].request_id = s.request_id;
       out.sampled[i].result = samplers_[t].sample(
           std::span<const float>(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx);
       if (s.constraint) s.constraint->accept(out.sampled[i].result.token);

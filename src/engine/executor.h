@@ -46,6 +46,8 @@ class Executor {
   std::vector<RunnerSequence> batch_;
   std::vector<int32_t> sample_slots_;
   std::vector<float> logits_;
+  std::vector<DeviceSample> device_samples_;  // one per sampled row (pointers stay put per step)
+  std::vector<int32_t> device_tokens_;        // the runner's tokens per sampled row, or -1
 };
 
 }  // namespace deepinfer::engine

@@ -3,6 +3,7 @@
 // for each sequence that asks for one. The runner knows nothing of requests' lifecycles.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -10,6 +11,20 @@
 #include "engine/kv_cache_manager.h"
 
 namespace deepinfer::engine {
+
+// A token a runner that samples_on_device() may draw itself instead of returning the logits row,
+// for parameters the Sampler's device counterpart covers (device_samplable in sampler.h).
+struct DeviceSample {
+  bool greedy = true;
+  float temperature = 1.0f;
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  double uniform = 0.0;  // the Sampler's Philox draw for this token
+};
+
+// The largest top_k a runner's device sampling takes.
+inline constexpr int32_t kDeviceSampleMaxTopK = 2048;
 
 struct RunnerSequence {
   int32_t slot = 0;                      // bounded per-sequence state (window ring, tails)
@@ -23,6 +38,7 @@ struct RunnerSequence {
   bool want_logits = false;  // logits of the last new token
   int32_t num_prompt = 0;    // the request's prompt length (runners may chunk prompt and
                              // generated positions differently)
+  const DeviceSample* device_sample = nullptr;  // with want_logits, on samples_on_device()
 };
 
 class ModelRunner {
@@ -45,6 +61,16 @@ class ModelRunner {
   // are on, after position p with (p + 1) % block_size == 0 the bounded state is saved for
   // block_table[(p + 1) / block_size - 1].
   virtual Status execute(std::span<const RunnerSequence> batch, std::span<float> logits) = 0;
+
+  // Runners that sample on the device: execute(), and for a sequence with device_sample its token
+  // in tokens[row] (its logits row then need not be written), or -1 where it was not sampled
+  // there (the engine samples that row from its logits).
+  virtual bool samples_on_device() const { return false; }
+  virtual Status execute_sampling(std::span<const RunnerSequence> batch, std::span<float> logits,
+                                  std::span<int32_t> tokens) {
+    std::fill(tokens.begin(), tokens.end(), -1);
+    return execute(batch, logits);
+  }
 };
 
 }  // namespace deepinfer::engine

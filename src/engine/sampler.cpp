@@ -11,7 +11,6 @@
 namespace deepinfer::engine {
 namespace {
 
-constexpr float kGreedyEpsilon = 1e-5f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Top-p first sorts only this many best candidates, and more only when they carry < top_p.
 constexpr size_t kTopPHead = 1024;
@@ -75,6 +74,15 @@ Status validate(const SamplingParams& p, int32_t vocab_size) {
       return field_error("stop_token_ids",
                          "names token " + std::to_string(token) + " outside the vocabulary");
   return Status::Ok();
+}
+
+bool device_samplable(const SamplingParams& p, int32_t max_top_k) {
+  if (p.logprobs || !p.logit_bias.empty() || p.repetition_penalty != 1.0f ||
+      p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f || p.structured)
+    return false;
+  if (p.temperature < kGreedyEpsilon) return true;
+  if (p.top_k > max_top_k) return false;
+  return p.top_p >= 1.0f || p.top_k > 0;
 }
 
 Sampler::Sampler(int32_t vocab_size)

@@ -35,6 +35,14 @@ struct SampleContext {
   std::span<const uint64_t> allowed = {};
 };
 
+// Temperatures below this sample greedily.
+inline constexpr float kGreedyEpsilon = 1e-5f;
+
+// Whether a runner's device sampling (DeviceSample, backend/cuda/sampling.h) draws what sample()
+// would: no logprobs, biases, penalties or grammar; top_k off or ≤ max_top_k; top_p only with a
+// top_k.
+bool device_samplable(const SamplingParams& p, int32_t max_top_k);
+
 class Sampler {
  public:
   explicit Sampler(int32_t vocab_size);

@@ -306,6 +306,32 @@ TEST_F(CudaRunnerDevice, GreedyEqualsTheCpuEngine) { greedy_equals_cpu(false); }
 TEST_F(CudaRunnerDevice, PreemptionResumesToTheSameOutput) { preemption_resumes(false); }
 TEST_F(CudaRunnerDevice, AbortFreesTheSlot) { abort_frees_the_slot(false); }
 
+// Requests without logprobs or penalties draw their decode tokens on the GPU (greedy, temperature
+// alone, top-k + top-p, min_p): the same tokens as the CPU engine's Sampler over its own logits.
+TEST_F(CudaRunnerDevice, DeviceSamplingEqualsTheCpuEngine) {
+  auto reqs = requests({5, 23, 40, 61, 17, 33}, 12);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SamplingParams& p = reqs[i].params;
+    p.logprobs = false;
+    p.top_logprobs = 0;
+    p.temperature = i % 3 == 0 ? 0.0f : 0.9f;
+    p.top_k = i % 3 == 2 ? 40 : 0;
+    p.top_p = i % 3 == 2 ? 0.9f : 1.0f;
+    if (i == 4) p.min_p = 0.05f;
+    EXPECT_TRUE(device_samplable(p, kDeviceSampleMaxTopK)) << i;
+  }
+  CudaModelRunner runner(cpu_model(), runner_options(false));
+  EXPECT_TRUE(runner.samples_on_device());
+  V4ModelRunner cpu(cpu_model());
+  const auto want = run(cpu, config(), reqs);
+  const auto got = run(runner, config(), reqs);
+  ASSERT_EQ(got.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_TRUE(got[i].error.empty()) << got[i].error;
+    EXPECT_EQ(got[i].ids, want[i].ids) << "request " << i;
+  }
+}
+
 // A decode batch of 16 filled by copy_slot: every copy's row equals the original's.
 TEST_F(CudaRunnerDevice, CopySlotFillsADecodeBatch) {
   cuda::CudaModelOptions o;

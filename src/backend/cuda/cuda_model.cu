@@ -301,11 +301,14 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   sel.allocate(exec, static_cast<size_t>(N * std::max(1, c.index_topk)));
   cnt.allocate(exec, static_cast<size_t>(N));
   idx.allocate(exec, static_cast<size_t>(N * K));
+  sample_specs.allocate(exec, static_cast<size_t>(S));
+  sampled.allocate(exec, static_cast<size_t>(S));
   const size_t meta_n =
       static_cast<size_t>(6 * N + 4 * S + ratios.size() * 4 * (N + S) + 2 * N + 16);
   meta.allocate(exec, meta_n);
   host_meta.resize(meta_n);
-  workspace_bytes += static_cast<int64_t>(sel.bytes() + cnt.bytes() + idx.bytes() + meta.bytes());
+  workspace_bytes += static_cast<int64_t>(sel.bytes() + cnt.bytes() + idx.bytes() + meta.bytes() +
+                                          sample_specs.bytes() + sampled.bytes());
   positions.assign(static_cast<size_t>(S), 0);
 }
 
@@ -470,7 +473,7 @@ Status CudaModel::prefill(int seq, std::span<const int32_t> ids,
 }
 
 Status CudaModel::decode(std::span<const int> seqs, std::span<const int32_t> ids, float* logits,
-                         int32_t* argmax) {
+                         int32_t* argmax, std::span<const SampleSpec> specs, int32_t* tokens) {
   Impl& m = *impl_;
   if (seqs.size() != ids.size()) return Error{"decode: seqs and ids differ in length"};
   if (static_cast<int64_t>(seqs.size()) > m.N) return Error{"decode: batch too large"};
@@ -493,7 +496,8 @@ Status CudaModel::decode(std::span<const int> seqs, std::span<const int32_t> ids
   }
   const bool profiled = profiled_batch(static_cast<int>(seqs.size()));
   if (profiled) (void)cudaProfilerStart();
-  Status st = m.run(segs, rows, logits, argmax);
+  if (!specs.empty() && specs.size() != seqs.size()) return Error{"decode: one spec per row"};
+  Status st = m.run(segs, rows, logits, argmax, specs, tokens);
   if (!profiled) return st;
   Status synced = st ? m.exec.sync() : std::move(st);
   (void)cudaProfilerStop();

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "backend/cuda/sampling.h"
 #include "common/result.h"
 #include "model/config.h"
 
@@ -71,9 +72,11 @@ class CudaModel {
 
   // One decode step for B distinct slots: ids[b] at position(seqs[b]). logits (host, [B, vocab])
   // and/or argmax (host, [B]) may be null; with both null nothing is copied back and the step
-  // runs asynchronously (call synchronize() to wait, e.g. around a timing loop).
+  // runs asynchronously (call synchronize() to wait, e.g. around a timing loop). With B specs and
+  // tokens (host, [B]), each row's token is also sampled on the device (sampling.h; not emulated:
+  // there tokens are left as they are).
   Status decode(std::span<const int> seqs, std::span<const int32_t> ids, float* logits,
-                int32_t* argmax);
+                int32_t* argmax, std::span<const SampleSpec> specs = {}, int32_t* tokens = nullptr);
   Status synchronize();
 
   // Device memory held: weights as shipped, per-sequence state, scratch.

@@ -9,6 +9,7 @@
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/moe.cuh"
+#include "backend/cuda/sampling.cuh"
 #include "model/model.h"
 
 namespace deepinfer::cuda {
@@ -79,7 +80,8 @@ struct CudaModel::Impl {
   int64_t N = 0;
   DeviceArray<float> X, X2, u, xn, y, pre, post, comb, mix, qa, qr, q, kv, o, z, ca, cg, iq, iw,
       iscore, probs, xq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout, rss;
-  DeviceArray<int32_t> sel, cnt, idx, meta;
+  DeviceArray<int32_t> sel, cnt, idx, meta, sampled;
+  DeviceArray<SampleSpec> sample_specs;  // decode rows' device sampling (sampling.h)
   std::vector<int32_t> host_meta;
   // per launch: closed-entry lists per ratio (offsets into meta: seq list, then j list, and the
   // count at ent_count + ri), the upper bound of entries, the logit-row and argmax offsets
@@ -99,8 +101,9 @@ struct CudaModel::Impl {
     int seq;
     std::span<const int32_t> ids;
   };
+  // specs (one per logit row, may be empty): tokens sampled on the device into tokens (host).
   Status run(std::span<const Segment> segs, std::span<const int32_t> logit_rows, float* logits,
-             int32_t* argmax);
+             int32_t* argmax, std::span<const SampleSpec> specs = {}, int32_t* tokens = nullptr);
   // decode()'s per-step bookkeeping, kept so that a step allocates nothing on the host.
   std::vector<Segment> decode_segs;
   std::vector<int32_t> decode_rows;

@@ -9,7 +9,8 @@
 namespace deepinfer::cuda {
 
 Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32_t> logit_rows,
-                            float* logits, int32_t* argmax) {
+                            float* logits, int32_t* argmax, std::span<const SampleSpec> specs,
+                            int32_t* tokens) {
   const model::ModelConfig& c = cfg;
   const int S = opt.max_sequences;
   int64_t n = 0;
@@ -108,7 +109,13 @@ Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32
     const int64_t V = c.vocab_size;
     if (logits) exec.to_host(logits, lg.ptr, static_cast<size_t>(nl * V) * sizeof(float));
     if (argmax) exec.to_host(argmax, meta.ptr + o_amax, static_cast<size_t>(nl) * sizeof(int32_t));
-    if (logits || argmax) return exec.sync();
+    if (tokens && static_cast<int64_t>(specs.size()) == nl && !exec.emulate) {
+      // After the logits copy on the same stream, so sampling may rewrite the rows in place.
+      exec.to_device(sample_specs.ptr, specs.data(), specs.size() * sizeof(SampleSpec));
+      sample_rows(exec, lg.ptr, nl, V, sample_specs.ptr, lg.ptr, sampled.ptr);
+      exec.to_host(tokens, sampled.ptr, static_cast<size_t>(nl) * sizeof(int32_t));
+    }
+    if (logits || argmax || tokens) return exec.sync();
   }
   if (exec.error != cudaSuccess)
     return Error{std::string("CUDA: ") + cudaGetErrorString(exec.error)};

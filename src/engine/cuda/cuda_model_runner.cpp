@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace deepinfer::engine {
@@ -93,6 +94,21 @@ Status CudaModelRunner::execute(std::span<const RunnerSequence> batch, std::span
   if (!model_) return Error{"cuda runner: allocate() was not called"};
   return run_slot_step(*model_, num_slots_, options_.max_context, config_.vocab_size, scratch_,
                        batch, logits);
+}
+
+bool CudaModelRunner::samples_on_device() const {
+  static const bool env_off = [] {
+    const char* v = std::getenv("DEEPINFER_CUDA_DEVICE_SAMPLING");
+    return v && std::string(v) == "0";
+  }();
+  return options_.device_sampling && !options_.emulate && !env_off;
+}
+
+Status CudaModelRunner::execute_sampling(std::span<const RunnerSequence> batch,
+                                         std::span<float> logits, std::span<int32_t> tokens) {
+  if (!model_) return Error{"cuda runner: allocate() was not called"};
+  return run_slot_step(*model_, num_slots_, options_.max_context, config_.vocab_size, scratch_,
+                       batch, logits, tokens);
 }
 
 }  // namespace deepinfer::engine

@@ -24,6 +24,9 @@ struct CudaRunnerOptions {
   int64_t max_chunk_tokens = 512;  // tokens per prefill launch
   bool emulate = false;            // host-run kernel bodies (tests without a GPU)
   bool cuda_graphs = true;
+  // Decode tokens drawn on the GPU where the parameters allow (device_samplable); env
+  // DEEPINFER_CUDA_DEVICE_SAMPLING=0 turns it off (to measure both with one binary).
+  bool device_sampling = true;
 };
 
 // Fixed device slots sized for the engine: each of max_num_seqs slots holds max_context
@@ -64,6 +67,9 @@ class CudaModelRunner : public ModelRunner {
   // Uploads the weights and allocates config.num_state_slots slots of max_context positions.
   Status allocate(const KvCacheConfig& config) override;
   Status execute(std::span<const RunnerSequence> batch, std::span<float> logits) override;
+  bool samples_on_device() const override;
+  Status execute_sampling(std::span<const RunnerSequence> batch, std::span<float> logits,
+                          std::span<int32_t> tokens) override;
 
   // After allocate(): the device model (weights, state and scratch bytes).
   cuda::CudaModel* cuda_model() { return model_.get(); }

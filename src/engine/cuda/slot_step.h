@@ -6,32 +6,85 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "backend/cuda/sampling.h"
 #include "common/result.h"
 #include "engine/model_runner.h"
 
 namespace deepinfer::engine {
 
 // Scratch reused across steps: per sequence its next position and logits row (-1: none); one
-// round's single-token pieces and their output rows.
+// round's single-token pieces, their output rows and device sampling (mode 0: none).
 struct SlotStepScratch {
   std::vector<int32_t> cursor;
   std::vector<int64_t> logits_row;
   std::vector<int> dec_slots;
   std::vector<int32_t> dec_ids;
   std::vector<int64_t> dec_rows;
+  std::vector<cuda::SampleSpec> dec_specs;
   std::vector<float> dec_logits;
   std::vector<int32_t> dec_argmax;
+  std::vector<int32_t> dec_tokens;
+};
+
+// The device kernel's parameters for an engine DeviceSample (null: no token wanted), computed as
+// the Sampler computes them (1 / temperature and log(min_p) in float).
+inline cuda::SampleSpec device_spec(const DeviceSample* d) {
+  cuda::SampleSpec s;
+  if (!d) return s;
+  s.mode = d->greedy ? 1 : 2;
+  if (d->greedy) return s;
+  s.inv_temperature = 1.0f / d->temperature;
+  s.top_k = d->top_k > 0 ? d->top_k : 0;
+  s.top_p = d->top_p;
+  s.has_min_p = d->min_p > 0.0f;
+  s.log_min_p = s.has_min_p ? std::log(d->min_p) : 0.0f;
+  s.uniform = d->uniform;
+  return s;
+}
+static_assert(cuda::kMaxDeviceTopK >= kDeviceSampleMaxTopK);
+
+// Models whose decode() also samples on the device (cuda::CudaModel).
+template <class Model>
+concept SamplesOnDevice = requires(Model& m, std::span<const int> seqs,
+                                   std::span<const int32_t> ids,
+                                   std::span<const cuda::SampleSpec> specs, int32_t* tokens) {
+  m.decode(seqs, ids, nullptr, nullptr, specs, tokens);
 };
 
 template <class Model>
-Status run_slot_decodes(Model& model, int64_t V, SlotStepScratch& s, std::span<float> logits) {
+Status run_slot_decodes(Model& model, int64_t V, SlotStepScratch& s, std::span<float> logits,
+                        std::span<int32_t> tokens) {
   const size_t B = s.dec_slots.size();
   if (B == 0) return Status::Ok();
+  if constexpr (SamplesOnDevice<Model>) {
+    bool sampled = false, rows = false;  // any row sampled on the device / wanting its logits
+    for (size_t b = 0; b < B; ++b) {
+      sampled |= s.dec_specs[b].mode != 0;
+      rows |= s.dec_rows[b] >= 0 && s.dec_specs[b].mode == 0;
+    }
+    if (sampled) {
+      s.dec_tokens.resize(B);
+      if (rows) s.dec_logits.resize(B * static_cast<size_t>(V));
+      if (Status st = model.decode(s.dec_slots, s.dec_ids, rows ? s.dec_logits.data() : nullptr,
+                                   nullptr, s.dec_specs, s.dec_tokens.data());
+          !st.ok())
+        return st;
+      for (size_t b = 0; b < B; ++b) {
+        if (s.dec_rows[b] < 0) continue;
+        if (s.dec_specs[b].mode != 0)
+          tokens[static_cast<size_t>(s.dec_rows[b])] = s.dec_tokens[b];
+        else
+          std::copy_n(s.dec_logits.data() + b * V, V, logits.data() + s.dec_rows[b] * V);
+      }
+      return Status::Ok();
+    }
+  }
   // Straight into the engine's rows when every piece wants logits and their rows follow one
   // another (a plain decode step); otherwise through scratch.
   bool direct = s.dec_rows[0] >= 0;
@@ -53,10 +106,12 @@ Status run_slot_decodes(Model& model, int64_t V, SlotStepScratch& s, std::span<f
   return Status::Ok();
 }
 
+// tokens (empty, or one per logits row, set to -1 here): where a sequence has a device_sample and
+// its last position runs in a decode, the token drawn on the device.
 template <class Model>
 Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V,
                      SlotStepScratch& s, std::span<const RunnerSequence> batch,
-                     std::span<float> logits) {
+                     std::span<float> logits, std::span<int32_t> tokens = {}) {
   const size_t n = batch.size();
   s.cursor.resize(n);
   s.logits_row.resize(n);
@@ -83,12 +138,16 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
   }
   if (static_cast<int64_t>(logits.size()) < row * V)
     return Error{"cuda runner: the logits span is too small"};
+  if (!tokens.empty() && static_cast<int64_t>(tokens.size()) < row)
+    return Error{"cuda runner: the tokens span is too small"};
+  std::fill(tokens.begin(), tokens.end(), -1);
   // Rounds: prompt positions in one prefill, generated positions (a recompute after preemption)
   // one at a time, as they first ran; every single-token piece of a round in one decode.
   for (;;) {
     s.dec_slots.clear();
     s.dec_ids.clear();
     s.dec_rows.clear();
+    s.dec_specs.clear();
     bool ran = false;
     for (size_t i = 0; i < n; ++i) {
       const RunnerSequence& seq = batch[i];
@@ -104,6 +163,7 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
         s.dec_slots.push_back(seq.slot);
         s.dec_ids.push_back(ids[0]);
         s.dec_rows.push_back(want ? s.logits_row[i] : -1);
+        s.dec_specs.push_back(device_spec(want && !tokens.empty() ? seq.device_sample : nullptr));
         continue;
       }
       const int64_t last = static_cast<int64_t>(ids.size()) - 1;
@@ -114,7 +174,7 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
         return st;
     }
     if (!ran) break;
-    if (Status st = run_slot_decodes(model, V, s, logits); !st.ok()) return st;
+    if (Status st = run_slot_decodes(model, V, s, logits, tokens); !st.ok()) return st;
   }
   return Status::Ok();
 }
