@@ -346,29 +346,82 @@ deepinfer::server::HttpServerOptions server_options(int io_threads) {
 }
 
 // The server's own delay per streamed token, as the transport reports it (engine event → bytes
-// taken by the socket): preallocated slots filled from the I/O threads without a lock.
+// taken by the socket, with its parts): preallocated slots filled from the I/O threads without
+// a lock.
 struct TokenDelays {
-  std::vector<std::pair<float, int>> slots;
+  std::vector<deepinfer::server::TokenDelay> slots;
   std::atomic<size_t> used{0};
   explicit TokenDelays(size_t capacity) : slots(capacity) {}
-  void add(double seconds, int tokens) {
+  void add(const deepinfer::server::TokenDelay& d) {
     const size_t i = used.fetch_add(1);
-    if (i < slots.size()) slots[i] = {static_cast<float>(seconds), tokens};
+    if (i < slots.size()) slots[i] = d;
   }
-  // The token-weighted percentile, ms.
-  double percentile_ms(double p) const {
-    std::vector<std::pair<float, int>> v(slots.begin(),
-                                         slots.begin() + std::min(used.load(), slots.size()));
-    std::sort(v.begin(), v.end());
-    int64_t total = 0;
-    for (const auto& e : v) total += e.second;
-    int64_t seen = 0;
-    for (const auto& e : v)
-      if ((seen += e.second) > static_cast<int64_t>(p * static_cast<double>(total)))
-        return e.first * 1e3;
-    return v.empty() ? 0 : v.back().first * 1e3;
+  // Writes of one phase (0 = the stream's first token, 1 = later ones, 2 = all).
+  std::vector<deepinfer::server::TokenDelay> phase(int which) const {
+    std::vector<deepinfer::server::TokenDelay> v;
+    for (size_t i = 0; i < std::min(used.load(), slots.size()); ++i)
+      if (which == 2 || slots[i].first == (which == 0)) v.push_back(slots[i]);
+    return v;
   }
 };
+
+using deepinfer::server::TokenDelay;
+using DelayPart = double (*)(const TokenDelay&);
+constexpr DelayPart kTotal = [](const TokenDelay& d) { return d.total; };
+constexpr DelayPart kServer = [](const TokenDelay& d) { return d.server(); };
+constexpr int kNumParts = 5;
+constexpr DelayPart kParts[kNumParts] = {
+    [](const TokenDelay& d) { return d.hold; }, [](const TokenDelay& d) { return d.handoff; },
+    [](const TokenDelay& d) { return d.queue; }, [](const TokenDelay& d) { return d.process; },
+    [](const TokenDelay& d) { return d.send; }};
+
+// Token-weighted percentile (ms) of one part of the writes' delays.
+double weighted_ms(std::vector<TokenDelay> v, double p, DelayPart part) {
+  std::sort(v.begin(), v.end(), [part](const auto& a, const auto& b) { return part(a) < part(b); });
+  int64_t total = 0;
+  for (const auto& e : v) total += e.tokens;
+  int64_t seen = 0;
+  for (const auto& e : v)
+    if ((seen += e.tokens) > static_cast<int64_t>(p * static_cast<double>(total)))
+      return part(e) * 1e3;
+  return v.empty() ? 0 : part(v.back()) * 1e3;
+}
+
+// One row of the delay table: one level and phase.
+struct DelayRow {
+  int streams = 0;
+  const char* phase = "";
+  int64_t tokens = 0;
+  double total50 = 0, total99 = 0, server50 = 0, server99 = 0;
+  double part_p99[kNumParts] = {};   // hold, handoff, queue, process, send
+  double tail_mean[kNumParts] = {};  // the same, mean over the server's slowest 1 %
+};
+
+DelayRow delay_row(int streams, const char* phase, std::vector<TokenDelay> v) {
+  DelayRow r;
+  r.streams = streams;
+  r.phase = phase;
+  for (const auto& e : v) r.tokens += e.tokens;
+  r.total50 = weighted_ms(v, 0.5, kTotal);
+  r.total99 = weighted_ms(v, 0.99, kTotal);
+  r.server50 = weighted_ms(v, 0.5, kServer);
+  r.server99 = weighted_ms(v, 0.99, kServer);
+  for (int k = 0; k < kNumParts; ++k) r.part_p99[k] = weighted_ms(v, 0.99, kParts[k]);
+  // Where the slowest 1 % of tokens (by the server's own delay) spent it.
+  std::sort(v.begin(), v.end(),
+            [](const auto& a, const auto& b) { return a.server() > b.server(); });
+  const int64_t tail = std::max<int64_t>(1, r.tokens / 100);
+  int64_t taken = 0;
+  for (const auto& e : v) {
+    if (taken >= tail) break;
+    const int64_t w = std::min<int64_t>(e.tokens, tail - taken);
+    for (int k = 0; k < kNumParts; ++k)
+      r.tail_mean[k] += kParts[k](e) * 1e3 * static_cast<double>(w);
+    taken += w;
+  }
+  for (double& m : r.tail_mean) m /= static_cast<double>(std::max<int64_t>(1, taken));
+  return r;
+}
 
 // Server RSS growth per open stream: the client process holds `n` slow streams open.
 double memory_per_stream_kb(ClientProcess& client, int n, int io_threads) {
@@ -415,7 +468,7 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   std::vector<std::pair<int, std::pair<double, double>>> cpu;  // streams → (HTTP, engine) µs/token
-  std::vector<std::pair<int, std::pair<double, double>>> delay;  // streams → (p50, p99) ms
+  std::vector<DelayRow> delay;
   for (int n : levels) {
     ServiceHarness h(bench_options());
     if (!h.ok()) {
@@ -424,7 +477,7 @@ int main(int argc, char** argv) {
     }
     TokenDelays delays(static_cast<size_t>(n) * (max_tokens + 2));
     auto options = server_options(io_threads);
-    options.on_token_delay = [&delays](double s, int t) { delays.add(s, t); };
+    options.on_token_delay = [&delays](const TokenDelay& d) { delays.add(d); };
     deepinfer::server::HttpServer server(
         options, [&h](deepinfer::server::HttpRequest q, deepinfer::server::ResponderPtr r) {
           h.router().handle(std::move(q), std::move(r));
@@ -447,7 +500,9 @@ int main(int argc, char** argv) {
     rows.push_back(
         summarize(n, "engine", direct, std::chrono::duration<double>(Clock::now() - t0).count()));
     cpu.push_back({n, {http_cpu, engine_cpu}});
-    delay.push_back({n, {delays.percentile_ms(0.5), delays.percentile_ms(0.99)}});
+    delay.push_back(delay_row(n, "all", delays.phase(2)));
+    delay.push_back(delay_row(n, "first", delays.phase(0)));
+    delay.push_back(delay_row(n, "later", delays.phase(1)));
   }
   client.stop();
   std::printf(
@@ -465,10 +520,20 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---|---|\n");
   for (const auto& [n, c] : cpu)
     std::printf("| %d | %.2f | %.2f | %.2f |\n", n, c.first, c.second, c.first - c.second);
+  // The engine's hand-over of the step's events → bytes taken by the socket ("total"); the
+  // server's own part of it ("server") leaves out a held-back token's wait for the engine's
+  // next token ("hold").
   std::printf(
-      "\n| streams | server delay per token p50 ms | p99 ms |\n|---|---|---|\n");  // engine →
-                                                                                   // socket
-  for (const auto& [n, d] : delay) std::printf("| %d | %.3f | %.3f |\n", n, d.first, d.second);
+      "\n| streams | phase, tokens | total delay p50 / p99 ms | server delay p50 / p99 ms | p99 of "
+      "hold / handoff / queue / process / send ms | server's slowest 1 %%: mean hold / handoff / "
+      "queue / process / send ms |\n|---|---|---|---|---|---|\n");
+  for (const auto& d : delay)
+    std::printf(
+        "| %d | %s %lld | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f / %.3f / %.3f / %.3f | %.3f / "
+        "%.3f / %.3f / %.3f / %.3f |\n",
+        d.streams, d.phase, static_cast<long long>(d.tokens), d.total50, d.total99, d.server50,
+        d.server99, d.part_p99[0], d.part_p99[1], d.part_p99[2], d.part_p99[3], d.part_p99[4],
+        d.tail_mean[0], d.tail_mean[1], d.tail_mean[2], d.tail_mean[3], d.tail_mean[4]);
   std::printf("\nserver RSS per open stream (1000 streams): %.1f KB\n", kb_per_stream);
   return 0;
 }

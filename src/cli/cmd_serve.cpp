@@ -107,8 +107,8 @@ void run(const ServeFlags& f) {
   http_options.io_threads = f.io_threads;
   http_options.handler_threads = f.handler_threads;
   http_options.max_body_bytes = static_cast<size_t>(max_body.value());
-  http_options.on_token_delay = [&metrics](double seconds, int tokens) {
-    metrics.stream_token_delay_seconds.observe(seconds, static_cast<uint64_t>(tokens));
+  http_options.on_token_delay = [&metrics](const server::TokenDelay& d) {
+    metrics.observe_token_delay(d);
   };
   server::HttpServer http(http_options, [&router](server::HttpRequest q, server::ResponderPtr r) {
     router.handle(std::move(q), std::move(r));

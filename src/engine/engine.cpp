@@ -188,7 +188,9 @@ void Engine::deliver(std::vector<RequestEvent>& events) {
       if (ev.tpot_seconds >= 0) m.metrics.tpot.observe(ev.tpot_seconds);
     }
   }
-  for (const RequestEvent& ev : events) {
+  const auto handed_over = Clock::now();
+  for (RequestEvent& ev : events) {
+    ev.handed_over = handed_over;
     const auto it = m.callbacks.find(ev.request_id);
     if (it == m.callbacks.end()) continue;
     if (it->second) it->second(ev);

@@ -44,6 +44,9 @@ struct RequestEvent {
   std::string error;           // set when finish == kError
   double ttft_seconds = -1.0;  // set on the first token
   double tpot_seconds = -1.0;  // time since the previous token, on later tokens
+  // When the engine began handing this step's events to the callbacks (one time for them all),
+  // so that a caller can tell its own delay from the engine's.
+  Clock::time_point handed_over{};
 };
 
 inline RequestEvent event_for(uint64_t request_id) {

@@ -81,7 +81,21 @@ void GenerationSession::enqueue(const engine::RequestEvent& ev) {
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(inbox_mu_);
-    if (ev.has_token) inbox_stamp_.merge(TokenStamp{now, 1});
+    // An event from elsewhere than Engine::deliver (none today) counts from now.
+    const auto handed = ev.handed_over == TokenStamp::Clock::time_point{} ? now : ev.handed_over;
+    if (inbox_.empty()) {
+      inbox_handed_ = handed;
+      inbox_since_ = now;
+    }
+    if (ev.has_token) {
+      TokenStamp stamp;
+      stamp.produced = stamp.released = handed;
+      stamp.queued = now;
+      stamp.tokens = 1;
+      stamp.first = !token_queued_;
+      token_queued_ = true;
+      inbox_stamp_.merge(stamp);
+    }
     inbox_.push_back(ev);
     schedule = !scheduled_;
     scheduled_ = true;
@@ -90,9 +104,14 @@ void GenerationSession::enqueue(const engine::RequestEvent& ev) {
 }
 
 void GenerationSession::run() {
+  const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(inbox_mu_);
     work_.swap(inbox_);
+    // Tokens an earlier pass held back waited for the engine until this pass's first event.
+    unsent_stamp_.released = inbox_handed_;
+    unsent_stamp_.queued = inbox_since_;
+    unsent_stamp_.picked = inbox_stamp_.picked = now;
     unsent_stamp_.merge(std::exchange(inbox_stamp_, {}));
     scheduled_ = false;
   }
@@ -212,6 +231,7 @@ void GenerationSession::flush_frames() {
   if (setup_.stream) {
     if (!frames_.empty()) {
       // Tokens whose text the parser held back ride on this write with their first wait.
+      unsent_stamp_.issued = std::chrono::steady_clock::now();
       responder_->write_stamped(frames_, std::exchange(unsent_stamp_, {}));
       frames_.clear();
     }

@@ -101,7 +101,10 @@ class GenerationSession final : public recipe::EventSink,
   std::vector<engine::RequestEvent> work_;   // being processed (swapped with inbox_)
   bool scheduled_ = false;                   // run() is posted and has not started
   TokenStamp inbox_stamp_;                   // the inbox's tokens (guarded by inbox_mu_)
-  TokenStamp unsent_stamp_;                  // processed tokens not yet written
+  bool token_queued_ = false;                // a token was queued before (guarded by inbox_mu_)
+  // The inbox's first event: handed over by the engine, queued here (guarded by inbox_mu_).
+  std::chrono::steady_clock::time_point inbox_handed_, inbox_since_;
+  TokenStamp unsent_stamp_;  // processed tokens not yet written
   std::atomic<uint64_t> handle_{0};
   std::atomic<bool> abort_wanted_{false};
   bool ready_sent_ = false;

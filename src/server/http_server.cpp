@@ -35,7 +35,7 @@ using Strand = asio::strand<asio::io_context::executor_type>;
 class SessionResponder final : public Responder,
                                public std::enable_shared_from_this<SessionResponder> {
  public:
-  using DelaySink = std::function<void(double, int)>;
+  using DelaySink = std::function<void(const TokenDelay&)>;
   SessionResponder(Strand strand, const DelaySink* on_delay)
       : strand_(strand),
         wake_(strand, std::chrono::steady_clock::time_point::max()),
@@ -104,9 +104,7 @@ class SessionResponder final : public Responder,
   // The socket took the bytes of these tokens.
   void report(const TokenStamp& stamp) const {
     if (!on_delay_ || stamp.tokens == 0) return;
-    (*on_delay_)(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - stamp.produced).count(),
-        stamp.tokens);
+    (*on_delay_)(TokenDelay::of(stamp, std::chrono::steady_clock::now()));
   }
   // While the writer waits with nothing in flight on an open stream, chunks written on the
   // strand go straight to the socket (one non-blocking send, no wake-up of the writer).

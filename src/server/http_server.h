@@ -25,8 +25,8 @@ struct HttpServerOptions {
   size_t max_body_bytes = 32u << 20;
   int idle_timeout_s = 300;
   // Called (on an I/O thread) when the socket has taken the bytes of a stamped stream write:
-  // the seconds since its oldest token was produced, and its number of tokens.
-  std::function<void(double seconds, int tokens)> on_token_delay;
+  // how long its oldest token waited since the engine produced it, split by part (TokenDelay).
+  std::function<void(const TokenDelay&)> on_token_delay;
 };
 
 class HttpServer {

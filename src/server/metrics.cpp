@@ -31,6 +31,10 @@ std::vector<double> latency_buckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 }
 
+std::vector<double> token_delay_buckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -46,29 +50,41 @@ void Histogram::observe(double value, uint64_t times) {
 }
 
 void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
-  std::lock_guard lock(mu_);
   out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  render_series(out, name, "");
+}
+
+void Histogram::render_series(std::string& out, const std::string& name,
+                              const std::string& labels) const {
+  std::lock_guard lock(mu_);
+  const std::string first = labels.empty() ? "" : labels + ",";
+  const std::string only = labels.empty() ? "" : "{" + labels + "}";
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
-    out += name + "_bucket{le=\"";
+    out += name + "_bucket{" + first + "le=\"";
     if (i == bounds_.size())
       out += "+Inf";
     else
       append_number(out, bounds_[i]);
     out += "\"} " + std::to_string(cumulative) + "\n";
   }
-  out += name + "_sum ";
+  out += name + "_sum" + only + " ";
   append_number(out, sum_);
-  out += "\n" + name + "_count " + std::to_string(count_) + "\n";
+  out += "\n" + name + "_count" + only + " " + std::to_string(count_) + "\n";
 }
 
 Metrics::Metrics()
     : ttft_seconds(latency_buckets()),
       tpot_seconds(latency_buckets()),
       e2e_seconds(latency_buckets()),
-      stream_token_delay_seconds(
-          {0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}) {}
+      stream_first_token_delay_seconds(token_delay_buckets()),
+      stream_later_token_delay_seconds(token_delay_buckets()) {}
+
+void Metrics::observe_token_delay(const TokenDelay& delay) {
+  (delay.first ? stream_first_token_delay_seconds : stream_later_token_delay_seconds)
+      .observe(delay.server(), static_cast<uint64_t>(delay.tokens));
+}
 
 void Metrics::set_gauge_source(std::function<std::vector<Gauge>()> source) {
   gauge_source_ = std::move(source);
@@ -90,9 +106,14 @@ std::string Metrics::render() const {
   ttft_seconds.render(out, "deepinfer_time_to_first_token_seconds", "Time to first token.");
   tpot_seconds.render(out, "deepinfer_time_per_output_token_seconds", "Time per output token.");
   e2e_seconds.render(out, "deepinfer_e2e_request_latency_seconds", "End-to-end request latency.");
-  stream_token_delay_seconds.render(
-      out, "deepinfer_stream_token_delay_seconds",
-      "Per streamed token: engine event to its bytes taken by the socket.");
+  const std::string delay = "deepinfer_stream_token_delay_seconds";
+  out += "# HELP " + delay +
+         " Per streamed token: engine event to its bytes taken by the socket, less any wait for "
+         "the engine's next token while its text was held back (phase: the stream's first token "
+         "or a later one).\n# TYPE " +
+         delay + " histogram\n";
+  stream_first_token_delay_seconds.render_series(out, delay, "phase=\"first\"");
+  stream_later_token_delay_seconds.render_series(out, delay, "phase=\"later\"");
   if (gauge_source_)
     for (const auto& g : gauge_source_())
       counter(out, g.name.c_str(), g.help.c_str(), g.value, "gauge");

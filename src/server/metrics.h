@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/http_types.h"
+
 namespace deepinfer::server {
 
 class Histogram {
@@ -19,6 +21,9 @@ class Histogram {
   explicit Histogram(std::vector<double> upper_bounds);
   void observe(double value, uint64_t times = 1);
   void render(std::string& out, const std::string& name, const std::string& help) const;
+  // One labelled series of a family whose HELP / TYPE lines were written already, e.g.
+  // labels = "phase=\"first\"".
+  void render_series(std::string& out, const std::string& name, const std::string& labels) const;
 
  private:
   std::vector<double> bounds_;
@@ -46,8 +51,12 @@ class Metrics {
   Histogram ttft_seconds;
   Histogram tpot_seconds;
   Histogram e2e_seconds;
-  // Per streamed token: engine event → its SSE bytes taken by the socket (the server's delay).
-  Histogram stream_token_delay_seconds;
+  // Per streamed token: the server's own delay (TokenDelay::server(): engine event → its SSE
+  // bytes taken by the socket, less a held-back token's wait for the engine's next one), the
+  // stream's first token apart from the later ones (label phase="first" / "later").
+  Histogram stream_first_token_delay_seconds;
+  Histogram stream_later_token_delay_seconds;
+  void observe_token_delay(const TokenDelay& delay);
 
   // Extra gauges (engine state) sampled at scrape time.
   void set_gauge_source(std::function<std::vector<Gauge>()> source);

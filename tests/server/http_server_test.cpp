@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -165,10 +166,20 @@ TEST(HttpServerStreaming, PostedWritesArriveInOrderAndReportTheirTokens) {
   HttpServerOptions options;
   options.port = 0;
   options.handler_threads = 2;
-  options.on_token_delay = [&](double seconds, int tokens) {
+  int first_tokens = 0;
+  double worst_sum_error = 0, min_hold = 1e9, min_handoff = 1e9, min_queue = 1e9;
+  double min_process = 1e9, min_send = 1e9;
+  options.on_token_delay = [&](const TokenDelay& d) {
     std::lock_guard lock(mu);
-    reported_tokens += tokens;
-    min_delay = std::min(min_delay, seconds);
+    reported_tokens += d.tokens;
+    first_tokens += d.first ? d.tokens : 0;
+    min_delay = std::min(min_delay, d.total);
+    min_hold = std::min(min_hold, d.hold);
+    min_handoff = std::min(min_handoff, d.handoff);
+    min_queue = std::min(min_queue, d.queue);
+    min_process = std::min(min_process, d.process);
+    min_send = std::min(min_send, d.send);
+    worst_sum_error = std::max(worst_sum_error, std::abs(d.hold + d.server() - d.total));
   };
   std::string expected;
   std::vector<std::string> pieces;
@@ -183,9 +194,19 @@ TEST(HttpServerStreaming, PostedWritesArriveInOrderAndReportTheirTokens) {
       for (const auto& piece : pieces) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         auto w = std::make_shared<Work>();
-        w->fn = [r, &piece] {
-          const auto produced = std::chrono::steady_clock::now() - std::chrono::milliseconds(2);
-          r->write_stamped(piece, TokenStamp{produced, 1});
+        w->fn = [r, &piece, &pieces] {
+          // Produced 5 ms ago, then 1 ms each held back, handed over, queued and processed.
+          const auto now = std::chrono::steady_clock::now();
+          const auto ms = [now](int k) { return now - std::chrono::milliseconds(k); };
+          TokenStamp stamp;
+          stamp.produced = ms(5);
+          stamp.released = ms(4);
+          stamp.queued = ms(3);
+          stamp.picked = ms(2);
+          stamp.issued = ms(1);
+          stamp.tokens = 1;
+          stamp.first = &piece == &pieces.front();
+          r->write_stamped(piece, stamp);
         };
         r->post(w);
       }
@@ -203,7 +224,15 @@ TEST(HttpServerStreaming, PostedWritesArriveInOrderAndReportTheirTokens) {
   server.wait();
   std::lock_guard lock(mu);
   EXPECT_EQ(reported_tokens, 41);
-  EXPECT_GE(min_delay, 0.002);
+  EXPECT_EQ(first_tokens, 1);
+  EXPECT_GE(min_delay, 0.005);
+  // The parts add up to the wait, each at least the time stamped for it.
+  EXPECT_LT(worst_sum_error, 1e-9);
+  EXPECT_GE(min_hold, 0.001);
+  EXPECT_GE(min_handoff, 0.001);
+  EXPECT_GE(min_queue, 0.001);
+  EXPECT_GE(min_process, 0.001);
+  EXPECT_GE(min_send, 0.001);
 }
 
 }  // namespace
