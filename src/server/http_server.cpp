@@ -30,15 +30,67 @@ struct Op {
   HttpResponse response;  // Send; Open uses status/content_type/headers
 };
 
-using Strand = asio::strand<asio::io_context::executor_type>;
+// Each I/O thread runs its own io_context and owns the connections it accepted, so that
+// everything of one exchange runs on one thread without a strand.
+using Executor = asio::io_context::executor_type;
+
+// Work posted to the exchanges of one I/O thread (Responder::post), run in order on that thread.
+// The engine thread hands each step's events to up to a thousand exchanges: the thread is woken
+// once for everything queued until it drains, not once per event (no allocation per post
+// either: the two queues swap and keep their capacity).
+class Mailbox {
+ public:
+  explicit Mailbox(asio::io_context& ioc) : ioc_(ioc) {}
+  void push(std::shared_ptr<PostedWork> work) {
+    bool wake;
+    {
+      std::lock_guard lock(mu_);
+      queued_.push_back(std::move(work));
+      wake = !scheduled_;
+      scheduled_ = true;
+    }
+    if (wake) asio::post(ioc_, [this] { drain(); });
+  }
+
+ private:
+  // One batch per handler, so that the thread's socket work interleaves with long bursts.
+  void drain() {
+    {
+      std::lock_guard lock(mu_);
+      running_.swap(queued_);
+    }
+    for (auto& work : running_) work->run();
+    running_.clear();
+    bool again;
+    {
+      std::lock_guard lock(mu_);
+      again = !queued_.empty();
+      scheduled_ = again;
+    }
+    if (again) asio::post(ioc_, [this] { drain(); });
+  }
+
+  asio::io_context& ioc_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<PostedWork>> queued_, running_;
+  bool scheduled_ = false;
+};
+
+// One I/O thread's loop: its io_context, kept running while idle, and its mailbox.
+struct IoLoop {
+  asio::io_context ioc{1};
+  asio::executor_work_guard<Executor> keep_running = asio::make_work_guard(ioc);
+  Mailbox mailbox{ioc};
+};
 
 class SessionResponder final : public Responder,
                                public std::enable_shared_from_this<SessionResponder> {
  public:
   using DelaySink = std::function<void(const TokenDelay&)>;
-  SessionResponder(Strand strand, const DelaySink* on_delay)
-      : strand_(strand),
-        wake_(strand, std::chrono::steady_clock::time_point::max()),
+  SessionResponder(IoLoop& loop, const DelaySink* on_delay)
+      : executor_(loop.ioc.get_executor()),
+        mailbox_(loop.mailbox),
+        wake_(executor_, std::chrono::steady_clock::time_point::max()),
         on_delay_(on_delay && *on_delay ? on_delay : nullptr) {}
 
   void send(HttpResponse response) override { push(Op{Op::Kind::Send, std::move(response)}); }
@@ -49,13 +101,13 @@ class SessionResponder final : public Responder,
     r.headers = std::move(headers);
     push(Op{Op::Kind::Open, std::move(r)});
   }
-  // On the strand, while the writer idles on an open stream: one non-blocking send. Otherwise
+  // On the I/O thread, while the writer idles on an open stream: one non-blocking send. Otherwise
   // appends to the pending bytes (their buffer and the writer's swap, so a steady stream
   // allocates nothing) and wakes the writer unless a wake-up is already on its way.
   void write(std::string_view chunk) override { write_stamped(chunk, {}); }
   void write_stamped(std::string_view chunk, const TokenStamp& stamp) override {
     if (chunk.empty()) return;
-    if (direct_socket_ && strand_.running_in_this_thread() && nothing_queued()) {
+    if (direct_socket_ && executor_.running_in_this_thread() && nothing_queued()) {
       // unsent_ is empty while direct sends are allowed: a tail left now is this chunk's.
       if (send_direct(chunk)) {
         if (unsent_.empty())
@@ -73,10 +125,7 @@ class SessionResponder final : public Responder,
     wake();
   }
   void close() override { push(Op{Op::Kind::Close, {}}); }
-  // The handler holds only a shared_ptr (asio recycles handler memory: no allocation per post).
-  void post(std::shared_ptr<PostedWork> work) override {
-    asio::post(strand_, [work = std::move(work)] { work->run(); });
-  }
+  void post(std::shared_ptr<PostedWork> work) override { mailbox_.push(std::move(work)); }
   void on_disconnect(std::function<void()> callback) override {
     {
       std::lock_guard lock(mu_);
@@ -89,8 +138,8 @@ class SessionResponder final : public Responder,
   }
   bool disconnected() const override { return disconnected_.load(); }
 
-  // Session side (runs on strand_): everything asked for since the last take. `unsent` is the
-  // tail of a chunk a direct send could not finish: it goes out first, as it is.
+  // Session side (runs on the I/O thread): everything asked for since the last take. `unsent` is
+  // the tail of a chunk a direct send could not finish: it goes out first, as it is.
   bool take(std::vector<Op>& ops, std::string& bytes, TokenStamp& bytes_stamp, std::string& unsent,
             TokenStamp& unsent_stamp) {
     unsent.swap(unsent_);
@@ -107,7 +156,7 @@ class SessionResponder final : public Responder,
     (*on_delay_)(TokenDelay::of(stamp, std::chrono::steady_clock::now()));
   }
   // While the writer waits with nothing in flight on an open stream, chunks written on the
-  // strand go straight to the socket (one non-blocking send, no wake-up of the writer).
+  // I/O thread go straight to the socket (one non-blocking send, no wake-up of the writer).
   void allow_direct(tcp::socket* socket) { direct_socket_ = socket; }
   asio::steady_timer& wake_timer() { return wake_; }
   void mark_disconnected() {
@@ -159,32 +208,33 @@ class SessionResponder final : public Responder,
     }
     wake();
   }
-  // The writer waits on the strand right after an empty take(), so a cancel made on the strand
-  // (directly, or posted to it after new work was queued) can never be lost. One posted wake-up
-  // in flight is enough: it runs after everything queued before it, and any work queued after
-  // it was cleared posts anew.
+  // The writer waits on the I/O thread right after an empty take(), so a cancel made on that
+  // thread (directly, or posted to it after new work was queued) can never be lost. One posted
+  // wake-up in flight is enough: it runs after everything queued before it, and any work queued
+  // after it was cleared posts anew.
   void wake() {
-    if (strand_.running_in_this_thread()) {  // posted work of this exchange: no hop needed
+    if (executor_.running_in_this_thread()) {  // posted work of this exchange: no hop needed
       wake_.cancel();
       return;
     }
     if (wake_pending_.exchange(true)) return;
-    asio::post(strand_, [self = shared_from_this()] {
+    asio::post(executor_, [self = shared_from_this()] {
       self->wake_pending_.store(false);
       self->wake_.cancel();
     });
   }
 
-  Strand strand_;
+  Executor executor_;
+  Mailbox& mailbox_;
   asio::steady_timer wake_;
   std::mutex mu_;
   std::vector<Op> ops_;
   std::string bytes_;
   TokenStamp bytes_stamp_;
   const DelaySink* on_delay_;
-  std::string unsent_;  // strand only
+  std::string unsent_;  // I/O thread only
   TokenStamp unsent_stamp_;
-  tcp::socket* direct_socket_ = nullptr;  // strand only: set while the writer idles
+  tcp::socket* direct_socket_ = nullptr;  // I/O thread only: set while the writer idles
   std::atomic<bool> wake_pending_{false};
   std::function<void()> on_disconnect_;
   std::atomic<bool> disconnected_{false};
@@ -206,7 +256,8 @@ http::response<http::string_body> to_beast(HttpResponse&& r, unsigned version, b
 struct HttpServer::Impl {
   HttpServerOptions options;
   Handler handler;
-  asio::io_context ioc;
+  std::vector<std::unique_ptr<IoLoop>> loops;  // loops[0] also accepts
+  size_t next_loop = 0;                        // round-robin owner of the next connection
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   std::optional<asio::thread_pool> handler_pool;
@@ -219,7 +270,9 @@ struct HttpServer::Impl {
 
   asio::awaitable<void> accept_loop() {
     for (;;) {
-      auto [ec, socket] = co_await acceptor->async_accept(kNoThrow);
+      IoLoop& loop = *loops[next_loop];
+      next_loop = (next_loop + 1) % loops.size();
+      auto [ec, socket] = co_await acceptor->async_accept(loop.ioc, kNoThrow);
       if (ec) {
         if (stopping) co_return;
         continue;
@@ -227,14 +280,14 @@ struct HttpServer::Impl {
       // SSE frames are small and latency-bound: no Nagle delay behind an unacknowledged frame.
       beast::error_code nodelay_ec;
       socket.set_option(tcp::no_delay(true), nodelay_ec);
-      // Direct sends from the strand must never block (asynchronous operations are unaffected).
+      // Direct sends from the I/O thread must never block (asynchronous operations are
+      // unaffected).
       socket.non_blocking(true, nodelay_ec);
-      auto strand = asio::make_strand(ioc.get_executor());
-      asio::co_spawn(strand, session(beast::tcp_stream(std::move(socket)), strand), asio::detached);
+      asio::co_spawn(loop.ioc, session(beast::tcp_stream(std::move(socket)), loop), asio::detached);
     }
   }
 
-  asio::awaitable<void> session(beast::tcp_stream stream, Strand strand) {
+  asio::awaitable<void> session(beast::tcp_stream stream, IoLoop& loop) {
     beast::flat_buffer buffer;
     for (;;) {
       stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
@@ -279,7 +332,7 @@ struct HttpServer::Impl {
       }
       request.body = std::move(req.body());
 
-      auto responder = std::make_shared<SessionResponder>(strand, &options.on_token_delay);
+      auto responder = std::make_shared<SessionResponder>(loop, &options.on_token_delay);
       ++open_exchanges;
       if (handler_pool) {
         asio::post(*handler_pool, [this, request = std::move(request), responder]() mutable {
@@ -289,7 +342,7 @@ struct HttpServer::Impl {
         handler(std::move(request), responder);
       }
       stream.expires_never();
-      auto watching = watch_disconnect(stream.socket(), strand, responder);
+      auto watching = watch_disconnect(stream.socket(), responder);
       const bool reuse = co_await drain(stream, *responder, version, keep_alive);
       *watching = false;
       beast::error_code cancel_ec;
@@ -306,18 +359,16 @@ struct HttpServer::Impl {
   // While an exchange is answered nothing more is read, so a client that goes away mid-stream is
   // noticed by waiting for the socket to become readable: end of stream or an error (and no
   // pipelined bytes) marks the exchange disconnected at once, not at the next failed write.
-  // The returned flag is cleared (on the strand) before the socket may go away.
-  static std::shared_ptr<bool> watch_disconnect(tcp::socket& socket, Strand strand,
+  // The returned flag is cleared (on the I/O thread) before the socket may go away.
+  static std::shared_ptr<bool> watch_disconnect(tcp::socket& socket,
                                                 std::shared_ptr<SessionResponder> responder) {
     auto watching = std::make_shared<bool>(true);
-    socket.async_wait(
-        tcp::socket::wait_read,
-        asio::bind_executor(strand, [watching, &socket, responder](beast::error_code ec) {
-          if (!*watching) return;
-          *watching = false;
-          beast::error_code avail_ec;
-          if (ec || socket.available(avail_ec) == 0 || avail_ec) responder->mark_disconnected();
-        }));
+    socket.async_wait(tcp::socket::wait_read, [watching, &socket, responder](beast::error_code ec) {
+      if (!*watching) return;
+      *watching = false;
+      beast::error_code avail_ec;
+      if (ec || socket.available(avail_ec) == 0 || avail_ec) responder->mark_disconnected();
+    });
     return watching;
   }
 
@@ -407,7 +458,9 @@ Status HttpServer::start() {
   auto address = asio::ip::make_address(impl_->options.host, ec);
   if (ec) return Error{"invalid --host '" + impl_->options.host + "': " + ec.message()};
   tcp::endpoint endpoint{address, impl_->options.port};
-  auto& acceptor = impl_->acceptor.emplace(impl_->ioc);
+  for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
+    impl_->loops.push_back(std::make_unique<IoLoop>());
+  auto& acceptor = impl_->acceptor.emplace(impl_->loops[0]->ioc);
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
@@ -419,9 +472,8 @@ Status HttpServer::start() {
   impl_->bound_port = acceptor.local_endpoint().port();
   if (impl_->options.handler_threads > 0)
     impl_->handler_pool.emplace(static_cast<size_t>(impl_->options.handler_threads));
-  asio::co_spawn(impl_->ioc, impl_->accept_loop(), asio::detached);
-  for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
-    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  asio::co_spawn(impl_->loops[0]->ioc, impl_->accept_loop(), asio::detached);
+  for (auto& loop : impl_->loops) impl_->threads.emplace_back([&ioc = loop->ioc] { ioc.run(); });
   return Status::Ok();
 }
 
@@ -429,14 +481,15 @@ uint16_t HttpServer::port() const { return impl_->bound_port; }
 
 void HttpServer::stop(int grace_ms) {
   if (impl_->stopping.exchange(true)) return;
-  asio::post(impl_->ioc, [this] {
+  if (impl_->loops.empty()) return;  // never started
+  asio::post(impl_->loops[0]->ioc, [this] {
     beast::error_code ignored;
     if (impl_->acceptor) impl_->acceptor->close(ignored);
   });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   while (impl_->open_exchanges > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  impl_->ioc.stop();
+  for (auto& loop : impl_->loops) loop->ioc.stop();
 }
 
 void HttpServer::wait() {

@@ -1,4 +1,5 @@
-// The HTTP/1.1 transport: Boost.Beast with C++20 coroutines on a small pool of I/O threads.
+// The HTTP/1.1 transport: Boost.Beast with C++20 coroutines on a small pool of I/O threads, each
+// with its own io_context and the connections it accepted (one exchange, one thread).
 // It parses requests (body limit), hands them to one Handler with a Responder, and writes the
 // replies and SSE streams the handler produces. It knows nothing of the APIs behind it.
 #pragma once
