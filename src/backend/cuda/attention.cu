@@ -247,18 +247,9 @@ void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, fl
       for (int s = 0; s < S; ++s) pr[s] *= inv;
       return;
     }
-    const int64_t p = rw.pos[r], p0 = rw.pos0[r], len = rw.len[r];
-    const int64_t first = p - a.W + 1 > 0 ? p - a.W + 1 : 0;
-    const int64_t n_window = p - first + 1;
-    const int64_t window_slots = p0 == 0 ? (len < a.W ? len : a.W) : a.W;
-    int64_t n_comp = 0;
-    if (a.ratio > 0) n_comp = a.csa ? a.cnt[r] : (p + 1) / a.ratio;
-    const int64_t n_slots = window_slots + n_comp;
-    // my slot of reference slot t (−1: padding)
-    auto mine = [&](int64_t t) -> int {
-      if (t < window_slots) return t < n_window ? static_cast<int>(first + t - (p - a.W + 1)) : -1;
-      return static_cast<int>(a.W + (t - window_slots));
-    };
+    const OfficialSlots order = official_slots(rw, a, r);
+    const int64_t n_slots = order.n_slots;
+    auto mine = [&](int64_t t) { return order.slot(t); };
     constexpr int kTile = 64, kMaxTiles = 128;
     float tile_max[kMaxTiles], rescale[kMaxTiles];
     const int n_tiles = static_cast<int>((n_slots + kTile - 1) / kTile);

@@ -71,6 +71,30 @@ struct AttnArgs {
   // compressed key slots per row: 0, topk (CSA) or capacity (HCA)
   int cslots() const { return ratio == 0 ? 0 : (csa ? topk : static_cast<int>(capacity)); }
 };
+
+// The official softmax's slot order for row r (the reference's tiles run over it): the window's
+// slots first (window_slots of them, the first n_window real, in position order), then the
+// compressed ones; slot(t) is t's index in the row's probs (−1: padding).
+struct OfficialSlots {
+  int64_t first = 0, n_window = 0, window_slots = 0, n_slots = 0, W = 0, p = 0;
+  DI_HD int slot(int64_t t) const {
+    if (t < window_slots) return t < n_window ? static_cast<int>(first + t - (p - W + 1)) : -1;
+    return static_cast<int>(W + (t - window_slots));
+  }
+};
+DI_HD inline OfficialSlots official_slots(const Rows& rw, const AttnArgs& a, int64_t r) {
+  OfficialSlots o;
+  o.p = rw.pos[r];
+  o.W = a.W;
+  const int64_t p0 = rw.pos0[r], len = rw.len[r];
+  o.first = o.p - a.W + 1 > 0 ? o.p - a.W + 1 : 0;
+  o.n_window = o.p - o.first + 1;
+  o.window_slots = p0 == 0 ? (len < a.W ? len : a.W) : a.W;
+  int64_t n_comp = 0;
+  if (a.ratio > 0) n_comp = a.csa ? a.cnt[r] : (o.p + 1) / a.ratio;
+  o.n_slots = o.window_slots + n_comp;
+  return o;
+}
 // The key of chunk row r at probability slot s (window slots first, then compressed), or null.
 DI_HD inline const float* attn_key_at(const Rows& rw, const AttnArgs& a, int64_t r, int s) {
   const int64_t p = rw.pos[r], p0 = rw.pos0[r];

@@ -104,17 +104,9 @@ __global__ void __launch_bounds__(kAttnThreads)
     const float inv = row_scale;
     for (int s = tid; s < S; s += kAttnThreads) pr[s] *= inv;
   } else {
-    const int64_t p = rw.pos[r], p0 = rw.pos0[r], len = rw.len[r];
-    const int64_t first = p - a.W + 1 > 0 ? p - a.W + 1 : 0;
-    const int64_t n_window = p - first + 1;
-    const int64_t window_slots = p0 == 0 ? (len < a.W ? len : a.W) : a.W;
-    int64_t n_comp = 0;
-    if (a.ratio > 0) n_comp = a.csa ? a.cnt[r] : (p + 1) / a.ratio;
-    const int64_t n_slots = window_slots + n_comp;
-    auto mine = [&](int64_t t) -> int {
-      if (t < window_slots) return t < n_window ? static_cast<int>(first + t - (p - a.W + 1)) : -1;
-      return static_cast<int>(a.W + (t - window_slots));
-    };
+    const OfficialSlots order = official_slots(rw, a, r);
+    const int64_t n_slots = order.n_slots;
+    auto mine = [&](int64_t t) { return order.slot(t); };
     const int n_tiles = static_cast<int>((n_slots + kTile - 1) / kTile);
     for (int T = tid; T < n_tiles; T += kAttnThreads) {  // each tile's max
       float tm = -INFINITY;
@@ -345,12 +337,8 @@ void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* s
                                                                scores);
   e.note(cudaGetLastError());
   if (topk_select_supported(a.topk, a.capacity)) {
-    TopkArgs ta;
-    ta.scores = scores;
-    ta.stride = a.capacity;
-    ta.ratio = a.ratio;
-    ta.topk = a.topk;
-    topk_select(e, rows, ta, sel, cnt);
+    topk_select(e, rows, {.scores = scores, .stride = a.capacity, .ratio = a.ratio, .topk = a.topk},
+                sel, cnt);
     return;
   }
   const int64_t rank_blocks = (a.capacity + kRankThreads - 1) / kRankThreads;

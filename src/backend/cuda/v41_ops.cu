@@ -293,14 +293,9 @@ void engram_gate(Exec& e, float* X, const float* kv, const float* qk, int64_t n,
 void select_topk_by_id(Exec& e, const Rows& rows, const float* sc, int64_t S, int ratio, int K,
                        uint8_t* flags, int32_t* tk) {
   if (!e.emulate && fast_kernels() && fast_ops() && topk_select_supported(K, S)) {
-    TopkArgs a;
-    a.scores = sc;
-    a.stride = S;
-    a.ratio = ratio;
-    a.topk = K;
-    a.by_id = true;
-    a.pad = true;
-    topk_select(e, rows, a, tk, nullptr);
+    topk_select(e, rows,
+                {.scores = sc, .stride = S, .ratio = ratio, .topk = K, .by_id = true, .pad = true},
+                tk, nullptr);
     return;
   }
   // A thread per (row, entry): an entry is picked when fewer than K rank before it (the order is
