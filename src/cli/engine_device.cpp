@@ -34,6 +34,7 @@ Result<engine::CudaRunnerOptions> fit_to_cuda_kv_plan(const Result<engine::CudaK
   engine::CudaRunnerOptions o;
   o.max_context = p.max_context;
   o.emulate = emulate_cuda();
+  o.progress = true;
   const bool lowered = p.max_context < c.scheduler.max_model_len;
   c.scheduler.max_model_len = static_cast<int32_t>(p.max_context);
   c.kv.num_blocks = p.num_blocks;

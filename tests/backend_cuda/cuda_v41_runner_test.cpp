@@ -7,6 +7,7 @@
 #include <random>
 
 #include "../model/fixture_util.h"
+#include "backend/cuda/cuda_model.h"
 #include "engine/batch.h"
 #include "engine/cuda/cuda_v41_model_runner.h"
 #include "model/v41_model.h"
@@ -83,6 +84,47 @@ TEST(CudaV41RunnerEmulated, GreedyEqualsTheModelAlone) {
   const int64_t slot = cuda::cuda_v41_slot_bytes(cpu_model().config(), kContext).total();
   EXPECT_EQ(runner.cuda_model()->state_bytes(), 3 * slot);
   EXPECT_EQ(runner.bytes_per_slot(), cuda::cuda_v41_slot_bytes(cpu_model().config(), 1).bounded);
+}
+
+// On the GPU: decode tokens drawn on the device (greedy, temperature, top-k + top-p, min_p) are
+// the tokens the engine's Sampler draws from the same runner's logits (device sampling off).
+TEST(CudaV41RunnerDevice, DeviceSamplingEqualsHostSampling) {
+  if (!cuda::device_available()) GTEST_SKIP() << cuda::device_name();
+  EngineConfig c;
+  c.kv.block_size = 16;
+  c.kv.num_blocks = 64;
+  c.scheduler.max_num_seqs = 4;
+  c.scheduler.max_num_batched_tokens = 64;
+  c.scheduler.max_model_len = kContext;
+  std::mt19937 rng(9);
+  std::vector<EngineRequest> reqs;
+  for (int i = 0; i < 4; ++i) {
+    EngineRequest r;
+    for (int k = 0; k < 9 + 11 * i; ++k) r.prompt.push_back(3 + static_cast<int32_t>(rng() % 500));
+    r.params.max_tokens = 10;
+    r.params.ignore_eos = true;
+    r.params.seed = 40 + static_cast<uint64_t>(i);
+    r.params.temperature = i == 0 ? 0.0f : 0.9f;
+    r.params.top_k = i == 2 ? 30 : 0;
+    r.params.top_p = i == 2 ? 0.9f : 1.0f;
+    r.params.min_p = i == 3 ? 0.02f : 0.0f;
+    reqs.push_back(std::move(r));
+  }
+  std::vector<std::vector<int32_t>> ids[2];
+  for (bool device : {true, false}) {
+    CudaRunnerOptions o;
+    o.max_context = kContext;
+    o.device_sampling = device;
+    CudaV41ModelRunner runner(cpu_model(), o);
+    EXPECT_EQ(runner.samples_on_device(), device);
+    auto engine = Engine::create(c, runner);
+    ASSERT_TRUE(engine.ok()) << engine.error().message;
+    for (BatchResult& r : generate_batch(*engine.value(), reqs)) {
+      EXPECT_TRUE(r.error.empty()) << r.error;
+      ids[device].push_back(std::move(r.ids));
+    }
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(ids[1][i], ids[0][i]) << "request " << i;
 }
 
 }  // namespace

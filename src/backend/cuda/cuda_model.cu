@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
 
 #include "backend/cuda/device_model.cuh"
 #include "backend/cuda/weight_upload.cuh"
+#include "common/progress.h"
 #include "model/rope.h"
 
 namespace deepinfer::cuda {
@@ -133,7 +135,10 @@ Status CudaModel::Impl::upload(const model::Model& m) {
   };
   hc_head_w = hc(w.hc_head);
   blocks.resize(w.blocks.size());
+  std::optional<ProgressBar> bar;
+  if (opt.progress) bar.emplace("upload to the GPU", w.blocks.size(), "layers");
   for (size_t i = 0; i < w.blocks.size(); ++i) {
+    if (bar && i > 0) bar->advance();
     const model::BlockWeights& b = w.blocks[i];
     DevBlock& d = blocks[i];
     d.hc_attn = hc(b.hc_attn);
@@ -181,6 +186,10 @@ Status CudaModel::Impl::upload(const model::Model& m) {
     d.ffn.r2 = r2;
     d.ffn.r3 = r3;
     d.ffn.routed_quantized = q1 && q2 && q3;
+  }
+  if (bar) {
+    bar->advance();
+    bar->finish();
   }
   const model::RopeTable mr = model::make_rope_table(cfg.main_rope, cfg.rope_dim);
   const model::RopeTable cr = model::make_rope_table(cfg.compress_rope, cfg.rope_dim);

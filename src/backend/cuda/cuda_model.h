@@ -42,6 +42,7 @@ struct CudaModelOptions {
   int64_t max_chunk_tokens = 512;  // tokens per forward launch (longer prefills are chunked)
   bool emulate = false;            // run every kernel body on the host (tests without a GPU; slow)
   bool cuda_graphs = true;         // replay one-token decode steps as a CUDA graph per batch size
+  bool progress = false;           // a progress bar on stderr while the weights upload
 };
 
 class CudaModel {

@@ -55,9 +55,10 @@ class CudaV41Model {
   Status prefill(int seq, std::span<const int32_t> ids, std::span<const int64_t> logit_rows,
                  float* logits);
   // One token for each of B distinct slots; logits (host [B, vocab]) and/or argmax (host [B]) may
-  // be null (then nothing is copied back and the step runs asynchronously).
+  // be null (then nothing is copied back and the step runs asynchronously). With B specs and
+  // tokens (host [B]) each row's token is also sampled on the device (sampling.h; not emulated).
   Status decode(std::span<const int> seqs, std::span<const int32_t> ids, float* logits,
-                int32_t* argmax);
+                int32_t* argmax, std::span<const SampleSpec> specs = {}, int32_t* tokens = nullptr);
   Status synchronize();
 
   int64_t weight_bytes() const;

@@ -91,7 +91,8 @@ struct CudaV41Model::Impl {
   DeviceArray<float> X, X2, u, yv, mix, pre_mix, pre_a, post, comb, xq, qr, q, kv, ca, cg, lat,
       kbuf, iq, wts, scores, bscore, o, z, gsc, wsel, h1, h3, ye, ys, sh1, sh3, emb, ekv, xh, ph,
       uh, lg, rss, alog, arsc, aden;
-  DeviceArray<int32_t> topk, bpick, sel, meta, amax;
+  DeviceArray<int32_t> topk, bpick, sel, meta, amax, sampled;
+  DeviceArray<SampleSpec> sample_specs;  // decode rows' device sampling (sampling.h)
   DeviceArray<uint8_t> cand, pick_flags;
   DeviceArray<int64_t> erows;
   int64_t cand_stride = 0;
@@ -109,8 +110,9 @@ struct CudaV41Model::Impl {
     std::span<const int32_t> ids;
   };
   // One launch: the segments' tokens stacked; logits of the global rows logit_rows.
+  // specs (one per logit row, may be empty): tokens sampled on the device into tokens (host).
   Status run(std::span<const Segment> segs, std::span<const int32_t> logit_rows, float* logits,
-             int32_t* argmax);
+             int32_t* argmax, std::span<const SampleSpec> specs = {}, int32_t* tokens = nullptr);
   std::vector<Segment> decode_segs;  // decode()'s bookkeeping, reused
   std::vector<int32_t> decode_rows;
   void attention(int layer, const V41Step& st, const float* x, float* y);

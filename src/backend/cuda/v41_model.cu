@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <utility>
 
+#include "backend/cuda/sampling.cuh"
 #include "backend/cuda/v41_device.cuh"
 #include "backend/cuda/weight_upload.cuh"
+#include "common/progress.h"
 #include "model/rope.h"
 #include "model/v41_engram.h"
 
@@ -67,7 +70,10 @@ Status CudaV41Model::Impl::upload(const V41Config& config, const model::v41::V41
   tables(c.main_rope, main_cos, main_sin);
   tables(c.compress_rope, comp_cos, comp_sin);
   blocks.resize(w.blocks.size());
+  std::optional<ProgressBar> bar;
+  if (opt.progress) bar.emplace("upload to the GPU", w.blocks.size(), "layers");
   for (size_t i = 0; i < w.blocks.size(); ++i) {
+    if (bar && i > 0) bar->advance();
     const model::v41::V41BlockWeights& b = w.blocks[i];
     V41DevBlock& d = blocks[i];
     d.hc_attn_fn = upload_weight(b.hc_attn_fn);
@@ -129,6 +135,10 @@ Status CudaV41Model::Impl::upload(const V41Config& config, const model::v41::V41
     d.s1 = upload_weight(b.shared.w1);
     d.s2 = upload_weight(b.shared.w2);
     d.s3 = upload_weight(b.shared.w3);
+  }
+  if (bar) {
+    bar->advance();
+    bar->finish();
   }
   has_engram = engram_parts != nullptr;
   if (has_engram) {  // the hash needs the layout on the host: a copy (the CPU model may go)
@@ -229,6 +239,8 @@ void CudaV41Model::Impl::allocate() {
   sel.allocate(exec, static_cast<size_t>(N * k));
   meta.allocate(exec, static_cast<size_t>(20 * N));
   amax.allocate(exec, static_cast<size_t>(N));
+  sampled.allocate(exec, static_cast<size_t>(N));
+  sample_specs.allocate(exec, static_cast<size_t>(N));
   cand.allocate(exec, static_cast<size_t>(N * cand_stride));
   pick_flags.allocate(exec, static_cast<size_t>(N * ctx));
   const int64_t e_stride =
@@ -291,7 +303,8 @@ void CudaV41Model::Impl::moe(int layer, const V41Step& st, const float* x, float
 }
 
 Status CudaV41Model::Impl::run(std::span<const Segment> segs, std::span<const int32_t> logit_rows,
-                               float* logits, int32_t* argmax_out) {
+                               float* logits, int32_t* argmax_out,
+                               std::span<const SampleSpec> specs, int32_t* tokens) {
   const V41Config& c = cfg;
   Exec& e = exec;
   const int hc = c.hc_mult;
@@ -428,6 +441,12 @@ Status CudaV41Model::Impl::run(std::span<const Segment> segs, std::span<const in
       e.to_host(argmax_out, amax.ptr, static_cast<size_t>(nl) * sizeof(int32_t));
     }
     if (logits) e.to_host(logits, lg.ptr, static_cast<size_t>(nl * V) * sizeof(float));
+    if (tokens && static_cast<int64_t>(specs.size()) == nl) {
+      // After the logits copy on the same stream, so sampling may rewrite the rows in place.
+      e.to_device(sample_specs.ptr, specs.data(), specs.size() * sizeof(SampleSpec));
+      sample_rows(e, lg.ptr, nl, V, sample_specs.ptr, lg.ptr, sampled.ptr);
+      e.to_host(tokens, sampled.ptr, static_cast<size_t>(nl) * sizeof(int32_t));
+    }
   }
   // Advance the slots.
   const int keep = std::max(0, c.engram_max_ngram_size - 1);
@@ -437,7 +456,7 @@ Status CudaV41Model::Impl::run(std::span<const Segment> segs, std::span<const in
     rec.insert(rec.end(), s.ids.begin(), s.ids.end());
     if (static_cast<int>(rec.size()) > keep) rec.erase(rec.begin(), rec.end() - keep);
   }
-  if (logits || argmax_out) return e.sync();
+  if (logits || argmax_out || tokens) return e.sync();
   return e.error == cudaSuccess
              ? Status::Ok()
              : Status(Error{std::string("CUDA: ") + cudaGetErrorString(e.error)});
@@ -523,7 +542,7 @@ Status CudaV41Model::prefill(int seq, std::span<const int32_t> ids,
 }
 
 Status CudaV41Model::decode(std::span<const int> seqs, std::span<const int32_t> ids, float* logits,
-                            int32_t* argmax) {
+                            int32_t* argmax, std::span<const SampleSpec> specs, int32_t* tokens) {
   Impl& m = *impl_;
   if (seqs.size() != ids.size()) return Error{"decode: one id per sequence"};
   if (static_cast<int64_t>(seqs.size()) > m.N) return Error{"decode: batch larger than the slots"};
@@ -544,8 +563,11 @@ Status CudaV41Model::decode(std::span<const int> seqs, std::span<const int32_t> 
     segs.push_back({s, ids.subspan(b, 1)});
     rows.push_back(static_cast<int32_t>(b));
   }
-  if (!logits && !argmax) rows.clear();
-  return m.run(segs, rows, logits, argmax);
+  if (!specs.empty() && specs.size() != seqs.size()) return Error{"decode: one spec per row"};
+  const bool sampling = tokens && !specs.empty() && !m.exec.emulate;
+  if (!logits && !argmax && !sampling) rows.clear();
+  return m.run(segs, rows, logits, argmax, sampling ? specs : std::span<const SampleSpec>(),
+               sampling ? tokens : nullptr);
 }
 
 Status CudaV41Model::synchronize() { return impl_->exec.sync(); }

@@ -55,6 +55,7 @@ cuda::CudaModelOptions cuda_model_options(const CudaRunnerOptions& options,
   o.max_chunk_tokens = options.max_chunk_tokens;
   o.emulate = options.emulate;
   o.cuda_graphs = options.cuda_graphs;
+  o.progress = options.progress;
   return o;
 }
 
@@ -96,13 +97,15 @@ Status CudaModelRunner::execute(std::span<const RunnerSequence> batch, std::span
                        batch, logits);
 }
 
-bool CudaModelRunner::samples_on_device() const {
+bool device_sampling_enabled(const CudaRunnerOptions& options) {
   static const bool env_off = [] {
     const char* v = std::getenv("DEEPINFER_CUDA_DEVICE_SAMPLING");
     return v && std::string(v) == "0";
   }();
-  return options_.device_sampling && !options_.emulate && !env_off;
+  return options.device_sampling && !options.emulate && !env_off;
 }
+
+bool CudaModelRunner::samples_on_device() const { return device_sampling_enabled(options_); }
 
 Status CudaModelRunner::execute_sampling(std::span<const RunnerSequence> batch,
                                          std::span<float> logits, std::span<int32_t> tokens) {

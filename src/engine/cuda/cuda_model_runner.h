@@ -27,6 +27,7 @@ struct CudaRunnerOptions {
   // Decode tokens drawn on the GPU where the parameters allow (device_samplable); env
   // DEEPINFER_CUDA_DEVICE_SAMPLING=0 turns it off (to measure both with one binary).
   bool device_sampling = true;
+  bool progress = false;  // a progress bar while the weights upload
 };
 
 // Fixed device slots sized for the engine: each of max_num_seqs slots holds max_context
@@ -52,6 +53,8 @@ Result<CudaKvPlan> plan_cuda_slots(const std::function<int64_t(int64_t)>& slot_b
 cuda::CudaModelOptions cuda_model_options(const CudaRunnerOptions& options,
                                           int32_t num_state_slots);
 int64_t cuda_block_bytes(const cuda::CudaSlotBytes& one_position, int32_t block_size);
+// Whether a CUDA runner with these options samples decode tokens on the device.
+bool device_sampling_enabled(const CudaRunnerOptions& options);
 
 class CudaModelRunner : public ModelRunner {
  public:

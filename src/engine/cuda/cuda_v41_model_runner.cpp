@@ -39,4 +39,11 @@ Status CudaV41ModelRunner::execute(std::span<const RunnerSequence> batch, std::s
                        scratch_, batch, logits);
 }
 
+Status CudaV41ModelRunner::execute_sampling(std::span<const RunnerSequence> batch,
+                                            std::span<float> logits, std::span<int32_t> tokens) {
+  if (!model_) return Error{"cuda runner: allocate() was not called"};
+  return run_slot_step(*model_, num_slots_, options_.max_context, cpu_->config().vocab_size,
+                       scratch_, batch, logits, tokens);
+}
+
 }  // namespace deepinfer::engine

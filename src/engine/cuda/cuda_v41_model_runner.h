@@ -32,6 +32,9 @@ class CudaV41ModelRunner : public ModelRunner {
   bool exact_prefix_snapshots() const override { return false; }
   Status allocate(const KvCacheConfig& config) override;
   Status execute(std::span<const RunnerSequence> batch, std::span<float> logits) override;
+  bool samples_on_device() const override { return device_sampling_enabled(options_); }
+  Status execute_sampling(std::span<const RunnerSequence> batch, std::span<float> logits,
+                          std::span<int32_t> tokens) override;
 
   cuda::CudaV41Model* cuda_model() { return model_.get(); }
 
