@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "server/metrics.h"
 #include "server/router.h"
 
 namespace deepinfer::server {
@@ -233,6 +234,32 @@ TEST(HttpServerStreaming, PostedWritesArriveInOrderAndReportTheirTokens) {
   EXPECT_GE(min_queue, 0.001);
   EXPECT_GE(min_process, 0.001);
   EXPECT_GE(min_send, 0.001);
+}
+
+// /metrics counts the server's own delay (without a held-back token's wait for the engine),
+// the stream's first token apart from the later ones.
+TEST(HttpServerStreaming, TokenDelayMetricSplitsByPhaseAndLeavesOutTheHold) {
+  Metrics metrics;
+  TokenDelay first;
+  first.queue = 0.0004;
+  first.tokens = 1;
+  first.first = true;
+  TokenDelay held;  // 30 ms for the engine's next token, then 0.3 ms in the server
+  held.hold = 0.03;
+  held.queue = 0.0002;
+  held.send = 0.0001;
+  held.tokens = 2;
+  metrics.observe_token_delay(first);
+  metrics.observe_token_delay(held);
+  const std::string text = metrics.render();
+  const std::string name = "deepinfer_stream_token_delay_seconds";
+  EXPECT_NE(text.find(name + "_bucket{phase=\"first\",le=\"0.0005\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(name + "_count{phase=\"first\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find(name + "_bucket{phase=\"later\",le=\"0.0005\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find(name + "_bucket{phase=\"later\",le=\"0.00025\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find(name + "_count{phase=\"later\"} 2\n"), std::string::npos);
+  EXPECT_EQ(text.find("# TYPE " + name), text.rfind("# TYPE " + name));  // one family
 }
 
 }  // namespace
