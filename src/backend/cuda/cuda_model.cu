@@ -312,12 +312,14 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   idx.allocate(exec, static_cast<size_t>(N * K));
   sample_specs.allocate(exec, static_cast<size_t>(S));
   sampled.allocate(exec, static_cast<size_t>(S));
+  expert_plan.allocate(exec, N * K, static_cast<int>(E));
   const size_t meta_n =
       static_cast<size_t>(6 * N + 4 * S + ratios.size() * 4 * (N + S) + 2 * N + 16);
   meta.allocate(exec, meta_n);
   host_meta.resize(meta_n);
-  workspace_bytes += static_cast<int64_t>(sel.bytes() + cnt.bytes() + idx.bytes() + meta.bytes() +
-                                          sample_specs.bytes() + sampled.bytes());
+  workspace_bytes +=
+      static_cast<int64_t>(sel.bytes() + cnt.bytes() + idx.bytes() + meta.bytes() +
+                           sample_specs.bytes() + sampled.bytes() + expert_plan.bytes());
   positions.assign(static_cast<size_t>(S), 0);
 }
 

@@ -9,6 +9,7 @@
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/moe.cuh"
+#include "backend/cuda/moe_grouped.cuh"
 #include "backend/cuda/sampling.cuh"
 #include "model/model.h"
 
@@ -82,6 +83,7 @@ struct CudaModel::Impl {
       iscore, probs, xq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout, rss;
   DeviceArray<int32_t> sel, cnt, idx, meta, sampled;
   DeviceArray<SampleSpec> sample_specs;  // decode rows' device sampling (sampling.h)
+  ExpertPlanBuffers expert_plan;         // the routed slots by expert (grouped expert kernels)
   std::vector<int32_t> host_meta;
   // per launch: closed-entry lists per ratio (offsets into meta: seq list, then j list, and the
   // count at ent_count + ri), the upper bound of entries, the logit-row and argmax offsets

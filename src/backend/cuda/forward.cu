@@ -291,9 +291,20 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   linear(exec, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, xq.ptr);
   swiglu(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, nullptr, official);
   linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr);
-  // Routed experts, one slot per (row, k).
+  // Routed experts, one slot per (row, k): grouped by expert on the device (each expert's
+  // weights streamed once per step), or the reference path (a product per slot).
   const int64_t slots = n * K;
   const bool qx = official && B.ffn.routed_quantized;
+  RoutedExperts re;
+  re.r1 = B.ffn.r1, re.r2 = B.ffn.r2, re.r3 = B.ffn.r3;
+  re.f1 = B.ffn.f1, re.f2 = B.ffn.f2, re.f3 = B.ffn.f3;
+  re.quantized = B.ffn.routed_quantized;
+  if (!exec.emulate && routed_grouped_supported(re, d, inter)) {
+    routed_grouped(exec, expert_plan.plan(), re, xn.ptr, n, E, K, d, inter, limit, wts.ptr,
+                   official, rh1.ptr, rh3.ptr, rout.ptr, xq.ptr, idx.ptr);
+    moe_combine(exec, rout.ptr, wts.ptr, n, K, d, official, official, y.ptr);
+    return;
+  }
   linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r1, idx.ptr, rh1.ptr, inter, inter, d,
                  official, qx, B.ffn.f1, xq.ptr);
   linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r3, idx.ptr, rh3.ptr, inter, inter, d,

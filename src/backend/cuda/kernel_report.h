@@ -20,6 +20,11 @@ std::vector<KernelCheck> kernel_report();
 // with the reference bodies (tolerance 0) and the time of each.
 std::vector<KernelCheck> op_kernel_report();
 
+// The grouped routed-expert kernels (moe_grouped.cuh) against the reference body at V4-Flash
+// expert sizes in FP4 / FP8 / bf16, decode and prefill slot counts with skewed routing (no NaN
+// left, batch-invariant bits, ≤ 1e-4 relative), with their times beside the per-slot kernel.
+std::vector<KernelCheck> expert_kernel_report();
+
 // Which matrix kernels the forward uses: decode GEMV version (0: per format, the default; 1: a
 // warp per column; 2: four columns per warp, 16-byte loads) and the tensor-core tiles for official
 // FP8/FP4 products.

@@ -1,0 +1,301 @@
+// Device self-check and timing of the grouped routed-expert kernels (moe_grouped.cuh) on random
+// experts at V4-Flash sizes (256 experts, 2048×4096 w1/w3, 4096×2048 w2) in FP4, FP8 and bf16:
+// against the reference body (linear_experts with the fast kernels off), at decode and prefill
+// slot counts with skewed routing (one expert takes most slots, half the experts none). Outputs
+// are NaN-filled first, so a slot left unwritten fails. Each slot's result is also checked to be
+// the same bits when its token runs alone (batch invariance), and the time is reported beside
+// the per-slot kernel (gemv_experts) as bandwidth over the distinct experts' bytes.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/kernel_report.h"
+#include "backend/cuda/moe_grouped.cuh"
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+DI_HD inline uint32_t mix32(uint64_t i, uint32_t seed) {
+  uint64_t z = i * 0x9e3779b97f4a7c15ull + seed;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<uint32_t>(z ^ (z >> 31));
+}
+
+// E experts [out, in] of one format in one allocation, random codes filled on the device.
+struct Experts {
+  DeviceArray<uint8_t> data, scale;
+  DeviceArray<DevWeight> table;
+  int64_t bytes_per_expert = 0;
+};
+
+Experts random_experts(Exec& e, DevFormat f, int E, int64_t out, int64_t in, uint32_t seed) {
+  Experts x;
+  const int64_t n = out * in;
+  const int64_t wbytes = f == DevFormat::FP4 ? n / 2 : f == DevFormat::FP8 ? n : 2 * n;
+  const int bo = f == DevFormat::FP8 ? 128 : 1, bi = f == DevFormat::FP8 ? 128 : 32;
+  const int64_t so = (out + bo - 1) / bo, si = in / bi;
+  const int64_t sbytes = f == DevFormat::BF16 ? 0 : so * si;
+  x.data.allocate(e, static_cast<size_t>(wbytes * E));
+  uint8_t* d = x.data.ptr;
+  e.each(wbytes * E, [=] DI_HD(int64_t i) {
+    uint8_t b = static_cast<uint8_t>(mix32(static_cast<uint64_t>(i), seed));
+    if (f == DevFormat::FP8 && (b & 0x7f) == 0x7f) b ^= 1;  // no NaN codes
+    if (f == DevFormat::BF16 && (i & 1)) b = static_cast<uint8_t>(0x3c + (b & 0x3) + (b & 0x80));
+    d[i] = b;
+  });
+  std::vector<DevWeight> t(static_cast<size_t>(E));
+  if (sbytes > 0) {
+    x.scale.allocate(e, static_cast<size_t>(sbytes * E));
+    uint8_t* s = x.scale.ptr;
+    e.each(sbytes * E, [=] DI_HD(int64_t i) {
+      s[i] = static_cast<uint8_t>(120 + mix32(static_cast<uint64_t>(i), seed + 1) % 8);
+    });
+  }
+  for (int j = 0; j < E; ++j) {
+    DevWeight& w = t[static_cast<size_t>(j)];
+    w.format = f;
+    w.out = out;
+    w.in = in;
+    w.stride = in;
+    w.data = d + j * wbytes;
+    if (sbytes > 0) {
+      w.scale = x.scale.ptr + j * sbytes;
+      w.scale_stride = si;
+      w.block_out = bo;
+      w.block_in = bi;
+    }
+  }
+  x.table.upload(e, t);
+  x.bytes_per_expert = wbytes + sbytes;
+  return x;
+}
+
+const char* fmt_name(DevFormat f) {
+  return f == DevFormat::BF16 ? "bf16" : f == DevFormat::FP8 ? "fp8 " : "fp4 ";
+}
+
+// Skewed routing: expert 3 takes about 60% of the slots, the rest fall on experts [0, E/2), so
+// half the experts get none.
+std::vector<int32_t> skewed_routing(int64_t slots, int E, std::mt19937& rng) {
+  std::vector<int32_t> idx(static_cast<size_t>(slots));
+  std::uniform_int_distribution<int> pick(0, E / 2 - 1), coin(0, 9);
+  for (auto& v : idx) v = coin(rng) < 6 ? 3 : pick(rng);
+  return idx;
+}
+
+float time_ms(Exec& e, int iters, const auto& body) {
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  body();  // warm-up
+  cudaEventRecord(t0, e.stream);
+  for (int i = 0; i < iters; ++i) body();
+  cudaEventRecord(t1, e.stream);
+  cudaEventSynchronize(t1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, t0, t1);
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return ms / static_cast<float>(iters);
+}
+
+}  // namespace
+
+std::vector<KernelCheck> expert_kernel_report() {
+  std::vector<KernelCheck> report;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return report;
+  const bool fast0 = fast_kernels();
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(11);
+  constexpr int E = 256, K = 6;
+  constexpr int64_t kOut = 2048, kIn = 4096;  // w1 / w3 (w2 is the transpose shape)
+  for (DevFormat f : {DevFormat::FP4, DevFormat::FP8, DevFormat::BF16}) {
+    Experts w1 = random_experts(e, f, E, kOut, kIn, 100 + static_cast<uint32_t>(f));
+    Experts w3 = random_experts(e, f, E, kOut, kIn, 200 + static_cast<uint32_t>(f));
+    Experts w2 = random_experts(e, f, E, kIn, kOut, 300 + static_cast<uint32_t>(f));
+    for (int64_t tokens : {1, 16, 64, 512}) {
+      const int64_t slots = tokens * K;
+      std::vector<int32_t> hidx;
+      if (tokens == 1) {
+        hidx = {3, 17, 40, 41, 99, 127};
+      } else {
+        hidx = skewed_routing(slots, E, rng);
+      }
+      std::vector<float> hx(static_cast<size_t>(slots * kIn));
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      for (auto& v : hx) v = g(rng);
+      DeviceArray<int32_t> idx;
+      idx.upload(e, hidx);
+      DeviceArray<float> x, y1, y3, r1, r3, y2, r2;
+      x.upload(e, hx);  // tokens rows for w1/w3; slots rows (of kOut) for w2
+      for (auto* a : {&y1, &y3, &r1, &r3}) a->allocate(e, static_cast<size_t>(slots * kOut));
+      for (auto* a : {&y2, &r2}) a->allocate(e, static_cast<size_t>(slots * kIn));
+      ExpertPlanBuffers pb;
+      pb.allocate(e, slots, E);
+      const ExpertPlan plan = pb.plan();
+      // reference bodies (slow: the first 384 slots, which still span several chunks of the
+      // crowded expert)
+      const int64_t checked = std::min<int64_t>(slots, 384);
+      set_fast_kernels(false);
+      linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
+                     false, false, f, nullptr);
+      linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
+                     false, false, f, nullptr);
+      linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
+                     false, false, f, nullptr);
+      set_fast_kernels(true);
+      for (auto* a : {&y1, &y3, &y2}) cudaMemsetAsync(a->ptr, 0xff, a->bytes(), e.stream);  // NaN
+      const auto grouped13 = [&] {
+        moe_plan(e, idx.ptr, slots, E, plan);
+        grouped_experts(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
+                        {w3.table.ptr, y3.ptr}, kOut, kOut, kIn, false, f);
+      };
+      const auto grouped2 = [&] {
+        grouped_experts(e, plan, slots, E, x.ptr, true, K, {w2.table.ptr, y2.ptr}, {}, kIn, kIn,
+                        kOut, false, f);
+      };
+      grouped13();
+      grouped2();
+      std::vector<float> a(static_cast<size_t>(slots * kIn)), b(a.size());
+      double num = 0, den = 0;
+      int64_t nan = 0;
+      const auto compare = [&](const DeviceArray<float>& ref, const DeviceArray<float>& got,
+                               size_t n) {
+        e.to_host(a.data(), ref.ptr, n * 4);
+        e.to_host(b.data(), got.ptr, n * 4);
+        if (!e.sync().ok()) {
+          nan = -1;
+          return;
+        }
+        for (size_t i = 0; i < n; ++i) {
+          if (std::isnan(b[i])) ++nan;
+          num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
+          den = std::max(den, static_cast<double>(std::fabs(a[i])));
+        }
+      };
+      compare(r1, y1, static_cast<size_t>(checked * kOut));
+      compare(r3, y3, static_cast<size_t>(checked * kOut));
+      compare(r2, y2, static_cast<size_t>(checked * kIn));
+      if (nan == 0) {  // every slot written, also those not checked against the reference
+        for (const DeviceArray<float>* y : {&y1, &y3, &y2}) {
+          const size_t n =
+              y == &y2 ? static_cast<size_t>(slots * kIn) : static_cast<size_t>(slots * kOut);
+          e.to_host(b.data(), y->ptr, n * 4);
+          if (!e.sync().ok()) nan = -1;
+          for (size_t i = 0; i < n && nan >= 0; ++i) nan += std::isnan(b[i]) ? 1 : 0;
+        }
+      }
+      // Batch invariance: token 1's slots run alone give the same bits as inside the batch.
+      int64_t differ = 0;
+      if (tokens > 1 && nan == 0) {
+        std::vector<float> batch(static_cast<size_t>(K * kOut));
+        e.to_host(batch.data(), y1.ptr + K * kOut, batch.size() * 4);
+        ExpertPlanBuffers pb1;
+        pb1.allocate(e, K, E);
+        DeviceArray<float> y1s, y3s;
+        y1s.allocate(e, static_cast<size_t>(K * kOut));
+        y3s.allocate(e, static_cast<size_t>(K * kOut));
+        moe_plan(e, idx.ptr + K, K, E, pb1.plan());
+        grouped_experts(e, pb1.plan(), K, E, x.ptr + kIn, false, K, {w1.table.ptr, y1s.ptr},
+                        {w3.table.ptr, y3s.ptr}, kOut, kOut, kIn, false, f);
+        std::vector<float> alone(batch.size());
+        e.to_host(alone.data(), y1s.ptr, alone.size() * 4);
+        if (e.sync().ok()) {
+          for (size_t i = 0; i < alone.size(); ++i)
+            differ += std::memcmp(&alone[i], &batch[i], 4) != 0;
+        } else {
+          differ = -1;
+        }
+      }
+      // Times: grouped (plan + w1/w3 in one launch, then w2) vs the per-slot kernel.
+      const int iters = tokens >= 64 ? 5 : 30;
+      const float ms_g = time_ms(e, iters, [&] {
+        grouped13();
+        grouped2();
+      });
+      const float ms_s = time_ms(e, iters, [&] {
+        for (const auto& [w, y, o, in, per] : {std::tuple{w1.table.ptr, y1.ptr, kOut, kIn, false},
+                                               std::tuple{w3.table.ptr, y3.ptr, kOut, kIn, false},
+                                               std::tuple{w2.table.ptr, y2.ptr, kIn, kOut, true}}) {
+          gemv_experts(e, x.ptr, per, slots, K, w, idx.ptr, y, o, o, in, false, f);
+        }
+      });
+      std::vector<int32_t> sorted = hidx;
+      std::sort(sorted.begin(), sorted.end());
+      const int64_t distinct = std::unique(sorted.begin(), sorted.end()) - sorted.begin();
+      const double bytes = 3.0 * static_cast<double>(distinct * w1.bytes_per_expert);
+      const double gbs = bytes / (ms_g * 1e-3) / 1e9;
+      const double tflops =
+          2.0 * 3.0 * static_cast<double>(slots * kOut * kIn) / (ms_g * 1e-3) / 1e12;
+      char line[320];
+      std::snprintf(line, sizeof line,
+                    "%s experts 256x(2048x4096 w1+w3, 4096x2048 w2) tokens=%-4lld slots=%-5lld "
+                    "distinct=%-3lld grouped %8.3f ms (%6.1f GB/s, %4.1f%% of 4.8 TB/s, %6.2f "
+                    "TFLOP/s) per-slot %8.3f ms  rel.err %.2e  NaN %lld  alone!=batch %lld",
+                    fmt_name(f), static_cast<long long>(tokens), static_cast<long long>(slots),
+                    static_cast<long long>(distinct), ms_g, gbs, gbs / 48.0, tflops, ms_s,
+                    den > 0 ? num / den : 0, static_cast<long long>(nan),
+                    static_cast<long long>(differ));
+      KernelCheck kc;
+      kc.line = line;
+      const bool ok = nan == 0 && differ == 0;
+      kc.rel_error = ok ? (den > 0 ? num / den : 0) : 1.0;
+      kc.tolerance = 1e-4;
+      report.push_back(kc);
+      if (tokens < 64) continue;
+      // The tensor-core kernel on bf16-exact activations (as the official numerics give it):
+      // exact products, so within fp32 summation noise of the reference.
+      for (auto& v : hx) v = bf16r(v);
+      x.upload(e, hx);
+      set_fast_kernels(false);
+      linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
+                     false, false, f, nullptr);
+      linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
+                     false, false, f, nullptr);
+      linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
+                     false, false, f, nullptr);
+      set_fast_kernels(true);
+      for (auto* y : {&y1, &y3, &y2}) cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+      const auto tc = [&] {
+        moe_plan(e, idx.ptr, slots, E, plan);
+        grouped_experts_tc(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
+                           {w3.table.ptr, y3.ptr}, kOut, kOut, kIn, false, f);
+        grouped_experts_tc(e, plan, slots, E, x.ptr, true, K, {w2.table.ptr, y2.ptr}, {}, kIn, kIn,
+                           kOut, false, f);
+      };
+      tc();
+      num = den = 0;
+      nan = 0;
+      compare(r1, y1, static_cast<size_t>(checked * kOut));
+      compare(r3, y3, static_cast<size_t>(checked * kOut));
+      compare(r2, y2, static_cast<size_t>(checked * kIn));
+      const float ms_tc = time_ms(e, iters, tc);
+      const double tc_tflops =
+          2.0 * 3.0 * static_cast<double>(slots * kOut * kIn) / (ms_tc * 1e-3) / 1e12;
+      std::snprintf(line, sizeof line,
+                    "%s experts tensor-core tokens=%-4lld slots=%-5lld %8.3f ms (%6.2f TFLOP/s; "
+                    "CUDA-core kernel %8.3f ms)  rel.err %.2e (bf16-exact inputs)  NaN %lld",
+                    fmt_name(f), static_cast<long long>(tokens), static_cast<long long>(slots),
+                    ms_tc, tc_tflops, ms_g, den > 0 ? num / den : 0, static_cast<long long>(nan));
+      KernelCheck tk;
+      tk.line = line;
+      tk.rel_error = nan == 0 ? (den > 0 ? num / den : 0) : 1.0;
+      tk.tolerance = 1e-4;
+      report.push_back(tk);
+    }
+  }
+  set_fast_kernels(fast0);
+  cudaStreamDestroy(e.stream);
+  return report;
+}
+
+}  // namespace deepinfer::cuda

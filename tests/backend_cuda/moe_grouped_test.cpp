@@ -1,0 +1,24 @@
+// The grouped routed-expert kernels on the device against the reference body (the model-level
+// checks are the CudaDevice.* fixture tests, which run the grouped path by default).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "backend/cuda/cuda_model.h"
+#include "backend/cuda/kernel_report.h"
+
+namespace deepinfer::cuda {
+namespace {
+
+TEST(CudaKernels, GroupedExpertsMatchTheReference) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = expert_kernel_report();
+  EXPECT_EQ(checks.size(), 18u);  // 3 formats × (4 GEMV + 2 tensor-core) checks
+  for (const KernelCheck& k : checks) {
+    std::printf("  %s\n", k.line.c_str());
+    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::cuda
