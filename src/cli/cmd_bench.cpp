@@ -23,6 +23,7 @@
 #include "cli/bench_backend.h"
 #include "cli/bench_cost.h"
 #include "cli/command.h"
+#include "cli/engine_device.h"
 #include "common/io.h"
 #include "common/json.h"
 #include "model/config.h"
@@ -54,6 +55,7 @@ double seconds_since(Clock::time_point t0) {
 
 struct Options {
   std::string device;
+  bool batch_invariant = false;
   std::string model_dir;
   std::string slice;
   int layers = 4;
@@ -213,6 +215,7 @@ void run(Options o) {
   if (o.device != "cpu" && o.device != "cuda") {
     fail("--device must be cpu or cuda, not \"" + o.device + "\"", 2);
   }
+  deepinfer::cli::apply_batch_invariant(o.batch_invariant && o.device == "cuda");
   if (o.model_dir.empty() == o.slice.empty()) fail("give exactly one of --model and --slice", 2);
   if (!o.slice.empty() && o.slice != "v4-flash" && o.slice != "tiny") {
     fail("--slice must be v4-flash or tiny, not \"" + o.slice + "\"", 2);
@@ -326,7 +329,8 @@ void run(Options o) {
                                {"reps", o.reps},
                                {"steps", o.steps},
                                {"threads", o.threads},
-                               {"seed", static_cast<int64_t>(o.seed)}};
+                               {"seed", static_cast<int64_t>(o.seed)},
+                               {"batch_invariant", o.batch_invariant}};
   out["prefill"] = JsonArray{};
   out["decode"] = JsonArray{};
   auto write_json = [&] {
@@ -503,6 +507,7 @@ void setup(CLI::App& app) {
       "bench", "Measure prefill/decode throughput and the roofline fraction (CPU or CUDA)");
   auto o = std::make_shared<Options>();
   cmd->add_option("--device", o->device, "cpu or cuda (default: cuda when a GPU answers)");
+  cmd->add_flag("--batch-invariant", o->batch_invariant, deepinfer::cli::kBatchInvariantHelp);
   cmd->add_option("--model", o->model_dir, "model folder (config.json + safetensors)");
   cmd->add_option("--slice", o->slice, "synthesize a random checkpoint: v4-flash or tiny");
   cmd->add_option("--layers", o->layers, "slice: decoder blocks of the release pattern (4)");

@@ -15,6 +15,7 @@
 
 #include "cli/cmd_engine.h"
 #include "cli/command.h"
+#include "cli/engine_device.h"
 #include "cli/model_v41_cli.h"
 #include "common/io.h"
 #include "common/json.h"
@@ -291,11 +292,14 @@ void setup(CLI::App& app) {
     auto device = std::make_shared<std::string>();
     cmd->add_option("--device", *device, "cpu or cuda (default: cuda when a GPU is present)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
+    auto invariant = std::make_shared<bool>(false);
+    cmd->add_flag("--batch-invariant", *invariant, deepinfer::cli::kBatchInvariantHelp);
     auto batch = std::make_shared<deepinfer::cli::BatchFlags>();
     if (!score) deepinfer::cli::add_batch_options(*cmd, *batch);
-    cmd->callback([dir, threads, score, batch, device] {
+    cmd->callback([dir, threads, score, batch, device, invariant] {
       int n = *threads > 0 ? *threads : static_cast<int>(std::thread::hardware_concurrency());
       if (n < 1) n = 1;
+      deepinfer::cli::apply_batch_invariant(*invariant && *device != "cpu");
       if (score) {
         run_score(*dir, n, *device);
       } else if (!batch->batch_file.empty()) {

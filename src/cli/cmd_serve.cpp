@@ -43,6 +43,7 @@ struct ServeFlags {
   int handler_threads = 2;
   std::string max_body = "32M";
   bool no_prefix_cache = false;
+  bool batch_invariant = false;
 };
 
 // The automatic I/O thread count: half the cores, 1 to 8. At 1,000 streams on 16 cores the server's
@@ -77,6 +78,7 @@ std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const ServeFlags& f,
 void run(const ServeFlags& f) {
   auto cuda = engine_uses_cuda(f.device, "deepinfer serve");
   if (!cuda.ok()) fail(cuda.error().message);
+  apply_batch_invariant(f.batch_invariant);
   if (f.port < 0 || f.port > 65535) fail("--port must be in [0, 65535]");
   const std::string model_dir = f.model.empty() ? default_model_dir() : f.model;
   std::error_code ec;
@@ -208,6 +210,7 @@ void setup(CLI::App& app) {
   cmd->add_option("--encoding", flags->encoding, "Prompt encoding: v4, v41 or auto")
       ->capture_default_str();
   cmd->add_option("--device", flags->device, "cpu, cuda or auto")->capture_default_str();
+  cmd->add_flag("--batch-invariant", flags->batch_invariant, kBatchInvariantHelp);
   cmd->add_option("--max-model-len", flags->max_model_len, "Prompt + output tokens per request");
   cmd->add_option("--kv-cache-memory", flags->kv_cache_memory, "KV cache budget (e.g. 2G)")
       ->capture_default_str();

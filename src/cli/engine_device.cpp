@@ -74,6 +74,12 @@ Result<bool> engine_uses_cuda(const std::string& device, const std::string& who)
 #endif
 }
 
+void apply_batch_invariant([[maybe_unused]] bool on) {
+#ifdef DEEPINFER_HAVE_CUDA
+  if (on) cuda::set_batch_invariant(true);
+#endif
+}
+
 Result<std::unique_ptr<engine::ModelRunner>> make_engine_runner(model::Model& model, bool cuda,
                                                                 [[maybe_unused]] int64_t kv_budget,
                                                                 engine::EngineConfig& config,

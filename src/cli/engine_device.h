@@ -20,6 +20,14 @@ namespace deepinfer::cli {
 // host instead of a device.
 Result<bool> engine_uses_cuda(const std::string& device, const std::string& who);
 
+// --batch-invariant (serve, generate, score, bench): turns on the CUDA backend's batch-invariant
+// mode (backend/cuda/cuda_model.h; env DEEPINFER_BATCH_INVARIANT=1 does the same). Nothing when
+// `on` is false; ignored by the CPU device and by builds without CUDA.
+void apply_batch_invariant(bool on);
+inline constexpr const char* kBatchInvariantHelp =
+    "cuda: a row's results do not depend on the other rows of its batch (fixed GEMM algorithms, "
+    "no split-K; slower)";
+
 // The runner for `model`. CPU: a V4ModelRunner; `config` unchanged. CUDA: one device slot per
 // config.scheduler.max_num_seqs of config.scheduler.max_model_len positions, lowered to the
 // largest context whose slots fit kv_budget bytes (0: no budget); sets config.kv.num_blocks to

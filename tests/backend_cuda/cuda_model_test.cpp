@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "../model/fixture_util.h"
 #include "backend/cuda/kernel_report.h"
@@ -278,6 +279,57 @@ TEST_F(CudaDevice, BatchedDecodeEqualsSingle) {
   }
 }
 
+// Batch-invariant mode: the logits of one token are the same bits as row 69 of a 70-row
+// prefill, as a decode step alone after the first 69, and as one row of a 3-sequence decode batch.
+TEST_F(CudaDevice, BatchInvariantLogits) {
+  set_batch_invariant(true);
+  for (const char* f : {"hf_v4_a", "official_v4_c"}) {
+    auto m = load(f, false, 3);
+    ASSERT_TRUE(m);
+    Reference ref = Reference::open(fixture_dir(f));
+    const auto ids = ref.i32("input_ids");
+    ASSERT_GE(ids.size(), 200u);
+    const int64_t V = m->config().vocab_size;
+    std::vector<float> in_prefill(static_cast<size_t>(V)), alone(in_prefill.size()),
+        batched(3 * in_prefill.size());
+    const int64_t last[] = {69};
+    m->reset(0);
+    ASSERT_TRUE(
+        m->prefill(0, std::span<const int32_t>(ids.data(), 70), last, in_prefill.data()).ok());
+    m->reset(0);
+    ASSERT_TRUE(m->prefill(0, std::span<const int32_t>(ids.data(), 69), {}, nullptr).ok());
+    const int one[] = {0};
+    const int32_t tok[] = {ids[69]};
+    ASSERT_TRUE(m->decode(one, tok, alone.data(), nullptr).ok());
+    m->reset(0);
+    m->reset(1);
+    m->reset(2);
+    ASSERT_TRUE(m->prefill(0, std::span<const int32_t>(ids.data(), 69), {}, nullptr).ok());
+    ASSERT_TRUE(m->prefill(1, std::span<const int32_t>(ids.data() + 100, 33), {}, nullptr).ok());
+    ASSERT_TRUE(m->prefill(2, std::span<const int32_t>(ids.data() + 150, 7), {}, nullptr).ok());
+    const int three[] = {0, 1, 2};
+    const int32_t toks[] = {ids[69], ids[133], ids[157]};
+    ASSERT_TRUE(m->decode(three, toks, batched.data(), nullptr).ok());
+    const size_t bytes = in_prefill.size() * sizeof(float);
+    std::printf(
+        "  %s batch-invariant: decode alone vs prefill row max-abs %.3g, batch of 3 vs "
+        "prefill row %.3g\n",
+        f, max_abs_diff(alone.data(), in_prefill.data(), in_prefill.size()),
+        max_abs_diff(batched.data(), in_prefill.data(), in_prefill.size()));
+    EXPECT_EQ(std::memcmp(alone.data(), in_prefill.data(), bytes), 0) << f;
+    EXPECT_EQ(std::memcmp(batched.data(), in_prefill.data(), bytes), 0) << f;
+  }
+  set_batch_invariant(false);
+}
+
+// The fixtures with the cuBLASLt products off (the tiled kernels they replace), then back on.
+TEST_F(CudaDevice, FixturesWithoutCublasLt) {
+  set_lt_gemm(false);
+  for (const char* f : {"hf_v4_a", "hf_v4_b"}) hf_logits(false, f);
+  official_bars(false, "official_v4_c");
+  set_lt_gemm(true);
+}
+
 // Decode step time on the fixtures (tiny models: launch-bound, not a roofline number).
 TEST_F(CudaDevice, DecodeStepTime) { DecodeTimes("default kernels"); }
 
@@ -317,6 +369,17 @@ namespace {
 TEST(CudaKernels, FastMatchesReferenceAndRoofline) {
   if (!device_available()) GTEST_SKIP() << device_name();
   for (const KernelCheck& k : kernel_report()) {
+    std::printf("  %s\n", k.line.c_str());
+    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
+  }
+}
+
+// The cuBLASLt products against the reference bodies, their TFLOP/s, and batch invariance.
+TEST(CudaKernels, CublasLtProducts) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = lt_kernel_report();
+  EXPECT_GE(checks.size(), 28u + 1u + 4u);
+  for (const KernelCheck& k : checks) {
     std::printf("  %s\n", k.line.c_str());
     EXPECT_LE(k.rel_error, k.tolerance) << k.line;
   }

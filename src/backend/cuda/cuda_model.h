@@ -25,6 +25,19 @@ bool device_available();
 // One line naming the device (or why there is none).
 std::string device_name();
 
+// Batch-invariant mode (env DEEPINFER_BATCH_INVARIANT=1, or the CLI's --batch-invariant): every
+// product and reduction of a row gives the same bits whatever other rows share its launch
+// (decode batch, prefill chunk). Matrix products then take one fixed cuBLASLt algorithm per
+// weight shape with no split-K for every row count, or GEMV passes whose kernel does not depend
+// on the row count; attention, norms and the routed experts already work per row. Set it before
+// the first forward; it holds for the whole process.
+void set_batch_invariant(bool on);
+bool batch_invariant();
+// Whether products with more rows than the GEMV passes take (64) run through cuBLASLt (default
+// on; env DEEPINFER_CUDA_LT=0 keeps the older tiled kernels, which tests compare against).
+void set_lt_gemm(bool on);
+bool lt_gemm();
+
 // Device bytes of one sequence slot, as CudaModel allocates them: the bounded part (window
 // rings, compressor tails) and the compressed-entry stores (CSA / HCA entries, index keys) sized
 // for max_context positions; entry_bytes_per_position is that store's amortized cost per position.

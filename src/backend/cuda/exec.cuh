@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,14 @@ __global__ void for_each_kernel(int64_t n, F f) {
   if (i < n) f(i);
 }
 
+// The cuBLASLt handle, workspace and scratch of one stream (gemm_lt.cu), made on first use.
+struct BlasState;
+
 struct Exec {
   cudaStream_t stream = nullptr;
   bool emulate = false;
   cudaError_t error = cudaSuccess;  // first launch error seen
+  std::shared_ptr<BlasState> blas;
 
   // f(i) for i in [0, n): one thread each on the device, or a host loop.
   template <class F>

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "backend/cuda/cuda_model.h"
 #include "backend/cuda/gemv.cuh"
 
 namespace deepinfer::cuda {
@@ -477,9 +478,11 @@ constexpr int64_t kSplitKOut = 2048, kSplitKIn = 2048;
 void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                int64_t ldy, bool round_out) {
   const int rows = static_cast<int>(n);
+  // Batch-invariant: the same kernel (so the same sums) for a row at every pass size.
   const bool want_v2 =
       g_version == 2 ||
-      (g_version == 0 && (w.format == DevFormat::FP4 || (w.format == DevFormat::FP8 && n == 1)));
+      (g_version == 0 && (w.format == DevFormat::FP4 ||
+                          (w.format == DevFormat::FP8 && (n == 1 || batch_invariant()))));
   const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
   constexpr int kThreads = 256;
   if (w.out < kSplitKOut && w.in >= kSplitKIn) {
@@ -496,7 +499,8 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
     e.note(cudaGetLastError());
     return;
   }
-  if (v2_ok && n == 1 && (w.format == DevFormat::FP8 || w.format == DevFormat::FP4)) {
+  if (v2_ok && n == 1 && !batch_invariant() &&
+      (w.format == DevFormat::FP8 || w.format == DevFormat::FP4)) {
     const int64_t warps = (w.out + kCols - 1) / kCols;
     const unsigned b = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
     if (w.format == DevFormat::FP8) {
@@ -555,7 +559,8 @@ int gemv_max_rows() { return g_gemv_max_rows; }
 void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
           int64_t ldy, bool round_out) {
   const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && ldx % 4 == 0;
-  if (n > g_gemv_max_rows || !aligned || (n > 8 && !gemv_shape_ok(w))) {
+  // Batch-invariant: GEMV passes at every row count (what cuBLASLt does not take ends here).
+  if ((n > g_gemv_max_rows && !batch_invariant()) || !aligned || (n > 8 && !gemv_shape_ok(w))) {
     const dim3 grid(static_cast<unsigned>((w.out + kTn - 1) / kTn),
                     static_cast<unsigned>((n + kTm - 1) / kTm));
     gemm_kernel<<<grid, 256, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);

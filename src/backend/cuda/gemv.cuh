@@ -3,7 +3,8 @@
 // loads and the block scales applied in registers, for up to 8 input rows per pass (decode
 // batches up to gemv_max_rows() rows take several passes), or a block per column splitting the
 // row for products with few output columns and long rows; a shared-memory tiled GEMM for more
-// rows (prefill, large batches); the routed-expert variant.
+// rows where cuBLASLt (gemm_lt.cuh, chosen first by ops.cu's linear) declines; the routed-expert
+// variant.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,9 @@ void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int
 void set_fast_kernels(bool on);
 bool fast_kernels();
 // Tensor-core (WMMA bf16) GEMM for products whose inputs and weights are bf16-exact (official
-// numerics, FP8/FP4 weights), more than 8 rows. set_tensor_cores(false) keeps the fp32 tiles.
+// numerics, FP8/FP4 weights), more than 8 rows: with set_tensor_cores(true) from 9 rows, and by
+// default past gemv_max_rows() for what cuBLASLt does not take (FP4 weights, inputs the caller
+// rounded to bf16 such as wo_a's).
 void gemm_tc(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
              int64_t ldy, bool round_out);
 void set_tensor_cores(bool on);

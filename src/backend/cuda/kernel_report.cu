@@ -5,17 +5,13 @@
 #include <random>
 #include <string>
 
+#include "backend/cuda/gemm_lt.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_matrix.cuh"
 #include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda {
-namespace {
-
-struct Matrix {
-  DeviceArray<uint8_t> data, scale;
-  DevWeight w;
-};
 
 Matrix random_matrix(Exec& e, DevFormat f, int64_t out, int64_t in, std::mt19937& rng) {
   Matrix m;
@@ -56,6 +52,8 @@ Matrix random_matrix(Exec& e, DevFormat f, int64_t out, int64_t in, std::mt19937
   }
   return m;
 }
+
+namespace {
 
 const char* name(DevFormat f) {
   return f == DevFormat::BF16  ? "bf16"
@@ -130,7 +128,10 @@ std::vector<KernelCheck> kernel_report() {
         const double wbytes = static_cast<double>(m.data.bytes() + m.scale.bytes());
         const double gbs = wbytes / (ms * 1e-3) / 1e9;
         const double tflops = 2.0 * static_cast<double>(n) * rows_out * in / (ms * 1e-3) / 1e12;
+        const bool lt = n > gemv_max_rows() && lt_gemm() &&
+                        (f == DevFormat::BF16 || (f == DevFormat::FP8 && official));
         const char* what = n <= 8 ? (variant == 0 ? "gemv-v1" : "gemv-v2")
+                           : lt   ? (f == DevFormat::BF16 ? "lt-bf16 " : "lt-fp8  ")
                            : official && f != DevFormat::BF16 ? "tile-tc "
                            : n <= gemv_max_rows()             ? "gemv-x8 "
                                                               : "tile-f32";

@@ -19,6 +19,10 @@ std::vector<KernelCheck> kernel_report();
 // The same for the fast attention, indexer and per-row kernels (fast_ops.cuh): bitwise equality
 // with the reference bodies (tolerance 0) and the time of each.
 std::vector<KernelCheck> op_kernel_report();
+// The cuBLASLt products (FP8 128×128 blocks, bf16) on the V4-Flash slice's projection shapes at
+// 512 and 8192 rows: against the reference bodies and their TFLOP/s; and, batch-invariant, a
+// row's bits alone and inside batches of 3, 70 and 512 rows (tolerance 0).
+std::vector<KernelCheck> lt_kernel_report();
 
 // The grouped routed-expert kernels (moe_grouped.cuh) against the reference body at V4-Flash
 // expert sizes in FP4 / FP8 / bf16, decode and prefill slot counts with skewed routing (no NaN

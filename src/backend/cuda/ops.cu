@@ -1,6 +1,8 @@
 // Reference bodies of the forward's operations (one thread per output element or per row), run on
 // the device or, emulated, on the host. The fast decode kernels live in gemv.cu.
+#include "backend/cuda/cuda_model.h"
 #include "backend/cuda/fast_ops.cuh"
+#include "backend/cuda/gemm_lt.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/ops.cuh"
 
@@ -48,6 +50,12 @@ void scale_values(Exec& e, float* x, int64_t n, float s) {
 void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
             int64_t ldy, bool official, float* xq) {
   const bool quant = official && w.quantized();
+  const bool invariant = batch_invariant();
+  // Past the GEMV passes (or, batch-invariant, at every row count) the tensor-core products.
+  const bool big = !e.emulate && fast_kernels() && n > gemv_max_rows();
+  if (!e.emulate && fast_kernels() && lt_gemm() && (big || invariant) &&
+      lt_linear(e, x, ldx, n, w, y, ldy, official))
+    return;
   if (quant && w.quantize_input) {
     const int64_t in = w.in;
     e.each(n * in, [=] DI_HD(int64_t i) { xq[i] = x[(i / in) * ldx + i % in]; });
@@ -55,7 +63,10 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
     x = xq;
     ldx = in;
   }
-  if (!e.emulate && fast_kernels() && tensor_cores() && quant && n > 8) {
+  // The WMMA tiles are exact for quantized weights on bf16-exact inputs; past the GEMV passes they
+  // take what cuBLASLt does not (inputs rounded to bf16 by the caller, FP4 weights).
+  if (!e.emulate && fast_kernels() && quant && n > 8 && !invariant &&
+      (tensor_cores() || (big && lt_gemm()))) {
     gemm_tc(e, x, ldx, n, w, y, ldy, quant);
     return;
   }
