@@ -8,7 +8,7 @@ namespace deepinfer {
 
 ProgressBar::ProgressBar(std::string label, uint64_t total, std::string unit)
     : label_(std::move(label)),
-      unit_(std::move(unit)),
+      unit_(unit.empty() ? std::string() : " " + unit),  // "4 layers", not "4layers"
       total_(total),
       tty_(isatty(STDERR_FILENO) != 0),
       start_(std::chrono::steady_clock::now()) {}
