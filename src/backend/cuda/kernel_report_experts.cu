@@ -145,15 +145,19 @@ std::vector<KernelCheck> expert_kernel_report() {
       // reference bodies (slow: the first 384 slots, which still span several chunks of the
       // crowded expert)
       const int64_t checked = std::min<int64_t>(slots, 384);
-      set_fast_kernels(false);
-      linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
-                     false, false, f, nullptr);
-      linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
-                     false, false, f, nullptr);
-      linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
-                     false, false, f, nullptr);
-      set_fast_kernels(true);
-      for (auto* a : {&y1, &y3, &y2}) cudaMemsetAsync(a->ptr, 0xff, a->bytes(), e.stream);  // NaN
+      // The reference bodies into r1 / r3 / r2, then the outputs under test NaN-filled.
+      const auto reference = [&] {
+        set_fast_kernels(false);
+        linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
+                       false, false, f, nullptr);
+        linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
+                       false, false, f, nullptr);
+        linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
+                       false, false, f, nullptr);
+        set_fast_kernels(true);
+        for (auto* y : {&y1, &y3, &y2}) cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+      };
+      reference();
       const auto grouped13 = [&] {
         moe_plan(e, idx.ptr, slots, E, plan);
         grouped_experts(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
@@ -256,15 +260,7 @@ std::vector<KernelCheck> expert_kernel_report() {
       // exact products, so within fp32 summation noise of the reference.
       for (auto& v : hx) v = bf16r(v);
       x.upload(e, hx);
-      set_fast_kernels(false);
-      linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
-                     false, false, f, nullptr);
-      linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
-                     false, false, f, nullptr);
-      linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
-                     false, false, f, nullptr);
-      set_fast_kernels(true);
-      for (auto* y : {&y1, &y3, &y2}) cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+      reference();
       const auto tc = [&] {
         moe_plan(e, idx.ptr, slots, E, plan);
         grouped_experts_tc(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
