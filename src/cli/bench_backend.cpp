@@ -201,6 +201,7 @@ Result<std::unique_ptr<BenchBackend>> make_cuda_backend(const std::string& dir,
   o.emulate = emulate;
   o.max_sequences = options.max_batch;
   o.max_context = options.max_context;
+  o.max_chunk_tokens = options.chunk_tokens;
   auto m = cuda::CudaModel::load(dir, o);
   if (!m) return m.error();
   return std::unique_ptr<BenchBackend>(std::make_unique<CudaBackend>(std::move(m.value())));

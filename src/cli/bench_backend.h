@@ -15,9 +15,10 @@
 namespace deepinfer::cli {
 
 struct BenchBackendOptions {
-  int threads = 1;          // CPU threads
-  int max_batch = 1;        // the largest decode batch (sequence slots)
-  int64_t max_context = 0;  // the longest sequence any phase builds
+  int threads = 1;             // CPU threads
+  int max_batch = 1;           // the largest decode batch (sequence slots)
+  int64_t max_context = 0;     // the longest sequence any phase builds
+  int64_t chunk_tokens = 512;  // CUDA: rows per prefill launch
 };
 
 class BenchBackend {

@@ -66,6 +66,7 @@ struct Options {
   std::string prefill = "1x8192,64x512";
   std::string decode_batch = "1,16,64,256";
   int64_t context = 4096;
+  int64_t chunk_tokens = 512;
   int warmup = 1;
   int reps = 3;
   int steps = 8;
@@ -224,6 +225,7 @@ void run(Options o) {
   if (!format) fail("--format: " + format.error().message, 2);
   if (o.layers <= 0 || o.layers > 43) fail("--layers must lie in [1, 43]", 2);
   if (o.context <= 0) fail("--context must be positive", 2);
+  if (o.chunk_tokens <= 0) fail("--chunk-tokens must be positive", 2);
   if (o.reps <= 0 || o.steps <= 0 || o.warmup < 0) {
     fail("--reps and --steps must be positive, --warmup not negative", 2);
   }
@@ -285,7 +287,7 @@ void run(Options o) {
   int64_t max_context = o.context + o.warmup + o.steps + 1;
   for (const auto& s : shapes) max_context = std::max(max_context, s.len);
   const int max_batch = batches.empty() ? 1 : batches.back();
-  deepinfer::cli::BenchBackendOptions bo{o.threads, max_batch, max_context};
+  deepinfer::cli::BenchBackendOptions bo{o.threads, max_batch, max_context, o.chunk_tokens};
   const auto t_load = Clock::now();
   auto backend = o.device == "cuda" ? deepinfer::cli::make_cuda_backend(dir, bo)
                                     : deepinfer::cli::make_cpu_backend(dir, bo);
@@ -328,6 +330,7 @@ void run(Options o) {
   out["settings"] = JsonObject{{"warmup", o.warmup},
                                {"reps", o.reps},
                                {"steps", o.steps},
+                               {"chunk_tokens", o.chunk_tokens},
                                {"threads", o.threads},
                                {"seed", static_cast<int64_t>(o.seed)},
                                {"batch_invariant", o.batch_invariant}};
@@ -518,6 +521,8 @@ void setup(CLI::App& app) {
   cmd->add_option("--prefill", o->prefill, "prefill shapes BxL,... or none (1x8192,64x512)");
   cmd->add_option("--decode-batch", o->decode_batch, "decode batch sizes or none (1,16,64,256)");
   cmd->add_option("--context", o->context, "decode context length (4096)");
+  cmd->add_option("--chunk-tokens", o->chunk_tokens,
+                  "cuda: tokens per prefill launch, longer prompts are chunked (512)");
   cmd->add_option("--warmup", o->warmup, "untimed runs before each measurement (1)");
   cmd->add_option("--reps", o->reps, "timed repetitions per prefill shape (3)");
   cmd->add_option("--steps", o->steps, "timed decode steps per batch size (8)");

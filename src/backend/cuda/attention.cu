@@ -1,6 +1,7 @@
 // Reference bodies of the compressor, indexer and attention steps (one thread per output element
 // or per row), mirroring src/model/compressor.cpp and attention.cpp.
 #include "backend/cuda/attention.cuh"
+#include "backend/cuda/attention_tc.cuh"
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 
@@ -200,6 +201,11 @@ void indexer_topk(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores
 }
 
 void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, float* o) {
+  if (!e.emulate && fast_kernels() && fast_ops() && attention_tc() &&
+      attention_tc_supported(args, rows.n)) {
+    attention_tc_run(e, rows, args, probs, o);
+    return;
+  }
   if (!e.emulate && fast_kernels() && fast_ops() && attention_fast_supported(args)) {
     attention_fast(e, rows, args, o);
     return;

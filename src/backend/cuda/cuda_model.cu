@@ -433,6 +433,23 @@ bool profiled_batch(int batch) {
   return std::find(batches.begin(), batches.end(), batch) != batches.end();
 }
 
+// DEEPINFER_CUDA_PROFILE_PREFILL=0,7680: prefill chunks starting at those positions run between
+// cudaProfilerStart/Stop, from the second prefill call that reaches one on (the first is a
+// warm-up), so `ncu --profile-from-start off` times one chunk (tools/bench/profile_prefill.sh).
+bool profiled_chunk(int64_t pos) {
+  static const std::vector<int64_t> starts = [] {
+    std::vector<int64_t> v;
+    if (const char* env = std::getenv("DEEPINFER_CUDA_PROFILE_PREFILL")) {
+      std::stringstream ss(env);
+      for (std::string item; std::getline(ss, item, ',');) v.push_back(std::atoll(item.c_str()));
+    }
+    return v;
+  }();
+  static int hits = 0;
+  if (std::find(starts.begin(), starts.end(), pos) == starts.end()) return false;
+  return ++hits > static_cast<int>(starts.size());
+}
+
 Status check_ids(const model::ModelConfig& c, std::span<const int32_t> ids) {
   for (int32_t id : ids) {
     if (id < 0 || id >= c.vocab_size) {
@@ -475,8 +492,16 @@ Status CudaModel::prefill(int seq, std::span<const int32_t> ids,
     }
     buf.resize(rows.size() * static_cast<size_t>(V));
     const Impl::Segment sg{seq, ids.subspan(static_cast<size_t>(start), static_cast<size_t>(n))};
-    if (Status s = m.run(std::span<const Impl::Segment>(&sg, 1), rows, buf.data(), nullptr); !s)
-      return s;
+    const bool profiled = profiled_chunk(m.positions[static_cast<size_t>(seq)]);
+    if (profiled) (void)cudaProfilerStart();
+    Status st = m.run(std::span<const Impl::Segment>(&sg, 1), rows, buf.data(), nullptr);
+    if (profiled) {
+      Status synced = st ? m.exec.sync() : std::move(st);
+      (void)cudaProfilerStop();
+      if (!synced) return synced;
+    } else if (!st) {
+      return st;
+    }
     for (size_t i = 0; i < which.size(); ++i)
       std::copy_n(buf.data() + i * V, V, logits + which[i] * V);
   }

@@ -29,6 +29,11 @@ std::vector<KernelCheck> lt_kernel_report();
 // left, batch-invariant bits, ≤ 1e-4 relative), with their times beside the per-slot kernel.
 std::vector<KernelCheck> expert_kernel_report();
 
+// The tensor-core prefill attention (attention_tc.cuh) against the reference body at V4-Flash
+// sizes: 512-row chunks from 0 and from 7,680 and a two-segment launch, CSA and HCA, Exact
+// (≤ 1e-4 relative to the largest output) and official (≤ 1e-2: bf16 outputs).
+std::vector<KernelCheck> attention_tc_kernel_report();
+
 // Which matrix kernels the forward uses: decode GEMV version (0: per format, the default; 1: a
 // warp per column; 2: four columns per warp, 16-byte loads) and the tensor-core tiles for official
 // FP8/FP4 products.

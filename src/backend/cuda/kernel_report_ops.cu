@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "backend/cuda/attention_tc.cuh"
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
@@ -367,7 +368,8 @@ std::vector<KernelCheck> op_kernel_report() {
   std::vector<KernelCheck> out;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
-  const bool fast0 = fast_kernels();
+  const bool fast0 = fast_kernels(), tc0 = attention_tc();
+  set_attention_tc(false);  // not bitwise the reference: checked in kernel_report_attention_tc.cu
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(11);
@@ -410,6 +412,7 @@ std::vector<KernelCheck> op_kernel_report() {
     out.push_back(kc);
   }
   set_fast_kernels(fast0);
+  set_attention_tc(tc0);
   cudaEventDestroy(c.t0);
   cudaEventDestroy(c.t1);
   cudaStreamDestroy(e.stream);

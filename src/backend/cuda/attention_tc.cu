@@ -1,0 +1,360 @@
+// Tensor-core attention for prefill chunks (attention_tc.cuh). The 64 heads of a row share its
+// keys (window ∪ compressed), so the logits of a row are a 64 × S product and P·V a 64 × D one:
+// both run as bf16 mma.sync tiles with fp32 accumulation. Three kernels, the probabilities going
+// through the `probs` scratch in the reference body's layout ([row, head, slot]):
+//   1. logits: a block per (row, 64 heads, 64 slots), Q · Kᵀ over D in chunks of 64;
+//   2. softmax: a warp per (row, head), the reference's two rules (Exact: one softmax with the
+//      sink; official: the 64-slot tiles of its slot order, bf16 probabilities, rescaled by the
+//      later tiles' maxima);
+//   3. P·V: a block per (row, 64 heads, 128 dims), slots in steps of 32.
+// Rounding: official q and keys are bf16-exact (the reference rounds them), so their products are
+// exact and only the summation order differs; fp32 values (exact q/keys, every probability) are
+// split into bf16 hi + lo and multiplied as hi·hi + hi·lo + lo·hi (≈ 16 significand bits).
+#include <cuda_bf16.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backend/cuda/attention_tc.cuh"
+#include "backend/cuda/formats.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+constexpr int kHeads = 64;          // heads per block: four 16-row mma tiles
+constexpr int kSlotTile = 64;       // slots per logits block, = the official softmax's tile
+constexpr int kDChunk = 64;         // head dims staged per logits step
+constexpr int kLdQK = kDChunk + 8;  // bf16 row stride: rows 4 banks apart, conflict-free loads
+constexpr int kPvSlots = 32;        // slots per P·V step
+constexpr int kPvDims = 128;        // output dims per P·V block
+constexpr int kLdPV = kPvSlots + 8;
+constexpr int kMaxTiles = 128;  // official softmax tiles per row (S ≤ 8192)
+constexpr int kMinRows = 64;    // below this (decode) the per-(row, head) kernel stays
+
+bool g_attention_tc = [] {
+  const char* env = std::getenv("DEEPINFER_CUDA_ATTN_TC");
+  return !env || std::strcmp(env, "0") != 0;
+}();
+
+// x = hi + lo with hi = bf16(x) and lo = bf16(x − hi).
+__device__ inline void split(float x, __nv_bfloat16& hi, __nv_bfloat16& lo) {
+  hi = __float2bfloat16_rn(x);
+  lo = __float2bfloat16_rn(x - __bfloat162float(hi));
+}
+
+// c += a · b, m16n8k16, bf16 inputs, fp32 accumulators.
+__device__ inline void mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// The A fragment (16 × 16, row-major in shared memory with row stride ld) at (m0, k0), and the
+// B fragment (16 × 8) stored as [n][k] at (n0, k0); g = lane / 4, t = lane % 4.
+__device__ inline void load_a(uint32_t a[4], const __nv_bfloat16* s, int ld, int m0, int k0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const __nv_bfloat16* p = s + (m0 + g) * ld + k0 + 2 * t;
+  a[0] = *reinterpret_cast<const uint32_t*>(p);
+  a[1] = *reinterpret_cast<const uint32_t*>(p + 8 * ld);
+  a[2] = *reinterpret_cast<const uint32_t*>(p + 8);
+  a[3] = *reinterpret_cast<const uint32_t*>(p + 8 * ld + 8);
+}
+__device__ inline void load_b(uint32_t b[2], const __nv_bfloat16* s, int ld, int n0, int k0) {
+  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  const __nv_bfloat16* p = s + (n0 + g) * ld + k0 + 2 * t;
+  b[0] = *reinterpret_cast<const uint32_t*>(p);
+  b[1] = *reinterpret_cast<const uint32_t*>(p + 8);
+}
+
+// Stores four consecutive values of row `row`, column c of a bf16 tile (hi, and lo when split).
+__device__ inline void store4(__nv_bfloat16* hi, __nv_bfloat16* lo, int ld, int row, int c,
+                              float4 v, bool exact_hi, bool want_lo) {
+  const float x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    __nv_bfloat16 h, l;
+    if (exact_hi) {
+      h = __float2bfloat16_rn(x[i]);
+      l = __float2bfloat16_rn(0.0f);
+    } else {
+      split(x[i], h, l);
+    }
+    hi[row * ld + c + i] = h;
+    if (want_lo) lo[row * ld + c + i] = l;
+  }
+}
+
+// 1. logits[r, h, s] = (q[r, h] · key(r, s)) · scale, −inf for a slot without a key.
+// Grid: (row, head group) × slot tiles; 4 warps, warp w owns heads 16w … 16w + 15 of the group.
+template <bool kSplit>
+__global__ void __launch_bounds__(128)
+    logits_kernel(const Rows rw, const AttnArgs a, int S, int groups, float* __restrict__ probs) {
+  __shared__ __align__(16) __nv_bfloat16 qh[kHeads * kLdQK], kh[kSlotTile * kLdQK];
+  __shared__ __align__(16) __nv_bfloat16 ql[kSplit ? kHeads * kLdQK : 1];
+  __shared__ __align__(16) __nv_bfloat16 kl[kSplit ? kSlotTile * kLdQK : 1];
+  __shared__ const float* keys[kSlotTile];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int64_t r = blockIdx.x / groups;
+  const int h0 = static_cast<int>(blockIdx.x % groups) * kHeads;
+  const int s0 = static_cast<int>(blockIdx.y) * kSlotTile;
+  if (tid < kSlotTile) keys[tid] = s0 + tid < S ? attn_key_at(rw, a, r, s0 + tid) : nullptr;
+  const int any = __syncthreads_or(tid < kSlotTile && keys[tid] != nullptr);
+  float* out = probs + (r * a.H + h0) * S;
+  if (!any) {  // no key in this tile (a short CSA selection, HCA past the visible entries)
+    for (int i = tid; i < kHeads * kSlotTile; i += 128) {
+      const int s = s0 + i % kSlotTile;
+      if (s < S) out[static_cast<int64_t>(i / kSlotTile) * S + s] = -INFINITY;
+    }
+    return;
+  }
+  const int D = a.D;
+  const float* q = a.q + (r * a.H + h0) * D;
+  float acc[8][4] = {};
+  for (int d0 = 0; d0 < D; d0 += kDChunk) {
+    for (int i = tid; i < kHeads * kDChunk / 4; i += 128) {
+      const int row = i / (kDChunk / 4), c = i % (kDChunk / 4) * 4;
+      const float4 qv = *reinterpret_cast<const float4*>(q + row * D + d0 + c);
+      store4(qh, ql, kLdQK, row, c, qv, !kSplit, kSplit);
+      const float* k = keys[row];
+      const float4 kv = k ? *reinterpret_cast<const float4*>(k + d0 + c) : float4{0, 0, 0, 0};
+      store4(kh, kl, kLdQK, row, c, kv, !kSplit, kSplit);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k0 = 0; k0 < kDChunk; k0 += 16) {
+      uint32_t ah[4], al[4];
+      load_a(ah, qh, kLdQK, warp * 16, k0);
+      if (kSplit) load_a(al, ql, kLdQK, warp * 16, k0);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        uint32_t bh[2];
+        load_b(bh, kh, kLdQK, nt * 8, k0);
+        mma(acc[nt], ah, bh);
+        if (kSplit) {
+          uint32_t bl[2];
+          load_b(bl, kl, kLdQK, nt * 8, k0);
+          mma(acc[nt], ah, bl);
+          mma(acc[nt], al, bh);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int head = warp * 16 + g + (i >= 2 ? 8 : 0), j = nt * 8 + 2 * t + (i & 1);
+      if (s0 + j < S)
+        out[static_cast<int64_t>(head) * S + s0 + j] = keys[j] ? acc[nt][i] * a.scale : -INFINITY;
+    }
+  }
+}
+
+__device__ inline float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+__device__ inline float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// 2. The softmax of one (row, head) per warp, in place over its logits; slots without a key get
+// weight 0. Official: the reference's tiles over its slot order (OfficialSlots), each tile's
+// probabilities bf16(exp(l − running max)) times the later tiles' rescales over the denominator.
+constexpr int kSoftmaxWarps = 8;
+
+__global__ void __launch_bounds__(kSoftmaxWarps * 32)
+    softmax_kernel(const Rows rw, const AttnArgs a, int S, float* __restrict__ probs) {
+  __shared__ float rescale_all[kSoftmaxWarps][kMaxTiles];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t rh = static_cast<int64_t>(blockIdx.x) * kSoftmaxWarps + warp;
+  if (rh >= rw.n * a.H) return;
+  const int64_t r = rh / a.H;
+  const int h = static_cast<int>(rh % a.H);
+  float* pr = probs + rh * S;
+  const float sink = a.sink[h];
+  if (!a.official) {
+    float m = sink;
+    for (int s = lane; s < S; s += 32) m = fmaxf(m, pr[s]);
+    m = warp_max(m);
+    float sum = 0.0f;
+    for (int s = lane; s < S; s += 32) {
+      const float ex = pr[s] == -INFINITY ? 0.0f : expf(pr[s] - m);
+      pr[s] = ex;
+      sum += ex;
+    }
+    const float inv = 1.0f / (warp_sum(sum) + expf(sink - m));
+    for (int s = lane; s < S; s += 32) pr[s] *= inv;
+    return;
+  }
+  float* rescale = rescale_all[warp];
+  const OfficialSlots order = official_slots(rw, a, r);
+  const int64_t n_slots = order.n_slots;
+  const int n_tiles = static_cast<int>((n_slots + kSlotTile - 1) / kSlotTile);
+  float run_max = -INFINITY, denom = 0.0f;
+  for (int T = 0; T < n_tiles; ++T) {
+    int s[2];
+    float l[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int64_t t = int64_t{T} * kSlotTile + u * 32 + lane;
+      s[u] = t < n_slots ? order.slot(t) : -1;
+      l[u] = s[u] >= 0 ? pr[s[u]] : -INFINITY;
+    }
+    if (!__any_sync(0xffffffffu, s[0] >= 0 || s[1] >= 0)) {
+      if (lane == 0) rescale[T] = 1.0f;
+      continue;
+    }
+    const float new_max = fmaxf(run_max, warp_max(fmaxf(l[0], l[1])));
+    const float resc = expf(run_max - new_max);
+    float part = 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (s[u] < 0) continue;
+      const float ex = expf(l[u] - new_max);
+      part += ex;
+      pr[s[u]] = bf16r(ex);  // the tile's probability before the later rescales
+    }
+    denom = denom * resc + warp_sum(part);
+    run_max = new_max;
+    if (lane == 0) rescale[T] = resc;
+  }
+  denom += expf(sink - run_max);
+  __syncwarp();
+  float f = 1.0f / denom;
+  for (int T = n_tiles - 1; T >= 0; --T) {
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int64_t t = int64_t{T} * kSlotTile + u * 32 + lane;
+      const int sl = t < n_slots ? order.slot(t) : -1;
+      if (sl >= 0) pr[sl] *= f;
+    }
+    f *= rescale[T];
+  }
+  __syncwarp();
+  for (int sl = lane; sl < S; sl += 32) {
+    if (pr[sl] == -INFINITY) pr[sl] = 0.0f;
+  }
+}
+
+// 3. o[r, h, d] = Σ_s p[r, h, s] · key(r, s)[d]. Grid: (row, head group) × D / 128; 8 warps, warp
+// w owns heads 16 (w % 4) … + 15 and dims 64 (w / 4) … + 63 of the block's 128.
+template <bool kSplitV>
+__global__ void __launch_bounds__(256)
+    pv_kernel(const Rows rw, const AttnArgs a, int S, int groups, const float* __restrict__ probs,
+              float* __restrict__ o) {
+  __shared__ __align__(16) __nv_bfloat16 ph[kHeads * kLdPV], pl[kHeads * kLdPV];
+  __shared__ __align__(16) __nv_bfloat16 vh[kPvDims * kLdPV];
+  __shared__ __align__(16) __nv_bfloat16 vl[kSplitV ? kPvDims * kLdPV : 1];
+  __shared__ const float* keys[kPvSlots];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int64_t r = blockIdx.x / groups;
+  const int h0 = static_cast<int>(blockIdx.x % groups) * kHeads;
+  const int c0 = static_cast<int>(blockIdx.y) * kPvDims;
+  const int mt = warp % 4, nh = warp / 4;
+  const float* pr = probs + (r * a.H + h0) * S;
+  float acc[8][4] = {};
+  for (int s0 = 0; s0 < S; s0 += kPvSlots) {
+    if (tid < kPvSlots) keys[tid] = s0 + tid < S ? attn_key_at(rw, a, r, s0 + tid) : nullptr;
+    if (!__syncthreads_or(tid < kPvSlots && keys[tid] != nullptr)) continue;
+    for (int i = tid; i < kHeads * kPvSlots; i += 256) {
+      const int row = i / kPvSlots, j = i % kPvSlots;
+      const float p = s0 + j < S && keys[j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
+      split(p, ph[row * kLdPV + j], pl[row * kLdPV + j]);
+    }
+    for (int i = tid; i < kPvSlots * kPvDims / 4; i += 256) {
+      const int j = i / (kPvDims / 4), c = i % (kPvDims / 4) * 4;
+      const float* k = keys[j];
+      const float4 v = k ? *reinterpret_cast<const float4*>(k + c0 + c) : float4{0, 0, 0, 0};
+      const float x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {  // stored transposed, [dim][slot]
+        if (kSplitV) {
+          split(x[u], vh[(c + u) * kLdPV + j], vl[(c + u) * kLdPV + j]);
+        } else {
+          vh[(c + u) * kLdPV + j] = __float2bfloat16_rn(x[u]);
+        }
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k0 = 0; k0 < kPvSlots; k0 += 16) {
+      uint32_t ah[4], al[4];
+      load_a(ah, ph, kLdPV, mt * 16, k0);
+      load_a(al, pl, kLdPV, mt * 16, k0);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        uint32_t bh[2];
+        load_b(bh, vh, kLdPV, nh * 64 + nt * 8, k0);
+        mma(acc[nt], ah, bh);
+        mma(acc[nt], al, bh);
+        if (kSplitV) {
+          uint32_t bl[2];
+          load_b(bl, vl, kLdPV, nh * 64 + nt * 8, k0);
+          mma(acc[nt], ah, bl);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  const int g = lane / 4, t = lane % 4;
+  float* out = o + (r * a.H + h0) * a.D + c0 + nh * 64;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int head = mt * 16 + g + half * 8;
+      float2 v{acc[nt][2 * half], acc[nt][2 * half + 1]};
+      if (a.official) v = float2{bf16r(v.x), bf16r(v.y)};
+      *reinterpret_cast<float2*>(out + static_cast<int64_t>(head) * a.D + nt * 8 + 2 * t) = v;
+    }
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+bool attention_tc() { return g_attention_tc; }
+void set_attention_tc(bool on) { g_attention_tc = on; }
+
+bool attention_tc_supported(const AttnArgs& a, int64_t rows) {
+  const int64_t S = a.W + a.cslots();
+  return rows >= kMinRows && a.H % kHeads == 0 && a.D % kPvDims == 0 && S > 0 &&
+         S <= int64_t{kSlotTile} * kMaxTiles && aligned16(a.q) && aligned16(a.kv) &&
+         aligned16(a.ring) && aligned16(a.cmp);
+}
+
+void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o) {
+  if (rows.n <= 0) return;
+  const int S = a.W + a.cslots();
+  const int groups = a.H / kHeads;
+  const unsigned row_groups = static_cast<unsigned>(rows.n * groups);
+  const dim3 lg(row_groups, static_cast<unsigned>((S + kSlotTile - 1) / kSlotTile));
+  if (a.official) {
+    logits_kernel<false><<<lg, 128, 0, e.stream>>>(rows, a, S, groups, probs);
+  } else {
+    logits_kernel<true><<<lg, 128, 0, e.stream>>>(rows, a, S, groups, probs);
+  }
+  e.note(cudaGetLastError());
+  const int64_t pairs = rows.n * a.H;
+  softmax_kernel<<<static_cast<unsigned>((pairs + kSoftmaxWarps - 1) / kSoftmaxWarps),
+                   kSoftmaxWarps * 32, 0, e.stream>>>(rows, a, S, probs);
+  e.note(cudaGetLastError());
+  const dim3 pg(row_groups, static_cast<unsigned>(a.D / kPvDims));
+  if (a.official) {
+    pv_kernel<false><<<pg, 256, 0, e.stream>>>(rows, a, S, groups, probs, o);
+  } else {
+    pv_kernel<true><<<pg, 256, 0, e.stream>>>(rows, a, S, groups, probs, o);
+  }
+  e.note(cudaGetLastError());
+}
+
+}  // namespace deepinfer::cuda

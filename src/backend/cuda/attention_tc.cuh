@@ -1,0 +1,22 @@
+// Tensor-core attention for prefill-sized launches (attention_tc.cu): the logits and P·V of the
+// 64 heads of a row as bf16 mma tiles over the row's shared keys, the softmax (Exact, or the
+// official tiled one) a warp per (row, head) between them. Not bitwise the reference body: sums
+// run in tile order and fp32 operands are split into two bf16 terms (CudaKernels.AttentionTc
+// bounds the difference); attention() takes it for launches of ≥ 64 rows when supported.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/attention.cuh"
+
+namespace deepinfer::cuda {
+
+// On unless DEEPINFER_CUDA_ATTN_TC=0; tests switch it to compare with the other kernels.
+bool attention_tc();
+void set_attention_tc(bool on);
+// H a multiple of 64, D of 128, at most 8192 slots, 16-byte aligned q and keys, ≥ 64 rows.
+bool attention_tc_supported(const AttnArgs& a, int64_t rows);
+// o as attention(); probs: its scratch [n, H, W + cslots] (holds the probabilities afterwards).
+void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,180 @@
+// Device check of the tensor-core prefill attention (attention_tc.cuh) against the reference body
+// on random inputs at V4-Flash sizes (64 heads × 512 dims, window 128, top-512 CSA and HCA):
+// a 512-row chunk from position 0, one continuing at 7,680 (its window partly in the ring, 1,920
+// visible CSA entries) and a launch of two segments; Exact and official numerics. The output is
+// filled with NaN before the checked run, so unwritten values are caught; the time of the
+// per-(row, head) kernel it replaces is printed beside it.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "backend/cuda/attention_tc.cuh"
+#include "backend/cuda/fast_ops.cuh"
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/kernel_report.h"
+
+namespace deepinfer::cuda {
+namespace {
+
+struct Launch {
+  std::string name;
+  std::vector<int32_t> seq, pos, start, pos0, len;
+  void add(int s, int p0, int n) {
+    const int row0 = static_cast<int>(seq.size());
+    for (int i = 0; i < n; ++i) {
+      seq.push_back(s);
+      pos.push_back(p0 + i);
+      start.push_back(row0);
+      pos0.push_back(p0);
+      len.push_back(n);
+    }
+  }
+  int64_t n() const { return static_cast<int64_t>(seq.size()); }
+};
+
+std::vector<float> normal(std::mt19937& rng, size_t n, bool bf16_exact) {
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = bf16_exact ? bf16r(g(rng)) : g(rng);
+  return v;
+}
+
+// ms per call of f, after one warm-up call.
+template <class F>
+double time_ms(Exec& e, int iters, F f) {
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  f();
+  cudaEventRecord(t0, e.stream);
+  for (int i = 0; i < iters; ++i) f();
+  cudaEventRecord(t1, e.stream);
+  cudaEventSynchronize(t1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, t0, t1);
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return ms / iters;
+}
+
+void check_launch(Exec& e, std::mt19937& rng, const Launch& l, int ratio, bool official,
+                  std::vector<KernelCheck>& out) {
+  constexpr int H = 64, D = 512, W = 128, topk = 512, kSlots = 3;
+  constexpr int64_t max_context = 8192;
+  const bool csa = ratio == 4;
+  const int64_t cap = max_context / ratio, n = l.n();
+  std::vector<int32_t> meta;
+  for (const auto* v : {&l.seq, &l.pos, &l.start, &l.pos0, &l.len})
+    meta.insert(meta.end(), v->begin(), v->end());
+  DeviceArray<int32_t> dm, sel, cnt;
+  dm.upload(e, meta);
+  const Rows rows{dm.ptr, dm.ptr, dm.ptr + n, dm.ptr + 2 * n, dm.ptr + 3 * n, dm.ptr + 4 * n, n};
+  // The indexer's selection: the first min(visible, topk) of a random order of the visible ones.
+  std::vector<int32_t> hcnt(static_cast<size_t>(n)), hsel(static_cast<size_t>(n * topk), 0);
+  for (int64_t r = 0; r < n; ++r) {
+    const int vis = (l.pos[static_cast<size_t>(r)] + 1) / ratio;
+    std::vector<int32_t> ids(static_cast<size_t>(vis));
+    for (int i = 0; i < vis; ++i) ids[static_cast<size_t>(i)] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    hcnt[static_cast<size_t>(r)] = std::min(vis, topk);
+    std::copy_n(ids.begin(), hcnt[static_cast<size_t>(r)], hsel.begin() + r * topk);
+  }
+  cnt.upload(e, hcnt);
+  sel.upload(e, hsel);
+  // Official keys are bf16-exact, as the model leaves them (KV QAT); q is read as bf16 anyway.
+  DeviceArray<float> q, kv, ring, cmp, sink, probs, o;
+  q.upload(e, normal(rng, static_cast<size_t>(n * H * D), false));
+  kv.upload(e, normal(rng, static_cast<size_t>(n * D), official));
+  ring.upload(e, normal(rng, static_cast<size_t>(kSlots * W * D), official));
+  cmp.upload(e, normal(rng, static_cast<size_t>(kSlots * cap * D), official));
+  sink.upload(e, normal(rng, H, false));
+  AttnArgs a;
+  a.q = q.ptr, a.kv = kv.ptr, a.ring = ring.ptr, a.cmp = cmp.ptr;
+  a.sel = sel.ptr, a.cnt = cnt.ptr, a.sink = sink.ptr;
+  a.capacity = cap, a.H = H, a.D = D, a.W = W, a.ratio = ratio, a.topk = topk, a.csa = csa;
+  a.official = official;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  probs.allocate(e, static_cast<size_t>(n * H * (W + a.cslots())));
+  o.allocate(e, static_cast<size_t>(n * H * D));
+  auto result = [&] {
+    std::vector<float> h(o.count);
+    e.to_host(h.data(), o.ptr, o.bytes());
+    return h;
+  };
+  const bool fast0 = fast_kernels(), tc0 = attention_tc();
+  set_fast_kernels(false);  // the reference body
+  e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
+  attention(e, rows, a, probs.ptr, o.ptr);
+  const std::vector<float> ref = result();
+  const double ms_ref = time_ms(e, 1, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
+  set_fast_kernels(true);
+  set_attention_tc(false);  // the per-(row, head) kernel
+  const double ms_old = time_ms(e, 3, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
+  set_attention_tc(true);
+  e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
+  attention(e, rows, a, probs.ptr, o.ptr);
+  const std::vector<float> tc = result();
+  const double ms_tc = time_ms(e, 10, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
+  set_fast_kernels(fast0);
+  set_attention_tc(tc0);
+  double max_ref = 0, max_diff = 0;
+  int64_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(ref[i]) || !std::isfinite(tc[i])) {
+      ++bad;
+      continue;
+    }
+    max_ref = std::max(max_ref, static_cast<double>(std::fabs(ref[i])));
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(ref[i] - tc[i])));
+  }
+  KernelCheck kc;
+  kc.tolerance = official ? 1e-2 : 1e-4;  // official outputs are bf16: a few ulps of 2^-8
+  kc.rel_error = bad > 0 || max_ref == 0 || e.sync().ok() == false ? 1.0 : max_diff / max_ref;
+  const bool used = attention_tc_supported(a, n);
+  if (!used) kc.rel_error = 1.0;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "attention tc %-26s %s %-8s tc %7.3f ms  per-(row, head) %7.3f ms  reference "
+                "%8.2f ms  rel.err %.2e (tol %.0e)%s%s",
+                l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", ms_tc, ms_old,
+                ms_ref, kc.rel_error, kc.tolerance, bad ? " (non-finite values)" : "",
+                used ? "" : " (not supported)");
+  kc.line = line;
+  out.push_back(kc);
+}
+
+}  // namespace
+
+std::vector<KernelCheck> attention_tc_kernel_report() {
+  std::vector<KernelCheck> out;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(23);
+  Launch first, last, two;
+  first.name = "512 rows from 0";
+  last.name = "512 rows from 7680";
+  two.name = "2 x 256 rows (0, 300)";
+  first.add(0, 0, 512);
+  last.add(1, 7680, 512);
+  two.add(0, 0, 256);
+  two.add(2, 300, 256);
+  for (const Launch* l : {&first, &last, &two}) {
+    for (int ratio : {4, 128}) {
+      for (bool official : {true, false}) check_launch(e, rng, *l, ratio, official, out);
+    }
+  }
+  if (e.error != cudaSuccess) {
+    KernelCheck kc;
+    kc.line = std::string("CUDA error in the attention checks: ") + cudaGetErrorString(e.error);
+    kc.rel_error = 1;
+    out.push_back(kc);
+  }
+  cudaStreamDestroy(e.stream);
+  return out;
+}
+
+}  // namespace deepinfer::cuda
