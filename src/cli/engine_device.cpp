@@ -23,12 +23,18 @@ namespace {
   return std::to_string((bytes + (1 << 19)) >> 20) + " MiB";
 }
 
+// MiB, or KiB below one MiB.
+[[maybe_unused]] std::string size_text(int64_t bytes) {
+  return bytes < (1 << 20) ? std::to_string((bytes + 512) >> 10) + " KiB" : mib(bytes);
+}
+
 #ifdef DEEPINFER_HAVE_CUDA
 // Sizes the scheduler and block pool to a CUDA KV plan (V4 and V4.1 alike) and returns the
 // runner options; `note` describes the slots, prefixed by `model_label`.
 Result<engine::CudaRunnerOptions> fit_to_cuda_kv_plan(const Result<engine::CudaKvPlan>& plan,
                                                       const std::string& model_label,
-                                                      engine::EngineConfig& c, std::string& note) {
+                                                      engine::EngineConfig& c, std::string& note,
+                                                      bool paged = false) {
   if (!plan.ok()) return plan.error();
   const engine::CudaKvPlan& p = plan.value();
   engine::CudaRunnerOptions o;
@@ -39,10 +45,21 @@ Result<engine::CudaRunnerOptions> fit_to_cuda_kv_plan(const Result<engine::CudaK
   c.scheduler.max_model_len = static_cast<int32_t>(p.max_context);
   c.kv.num_blocks = p.num_blocks;
   c.kv_cache_memory = 0;
-  note = "cuda: " + model_label + std::to_string(c.scheduler.max_num_seqs) + " sequence slots x " +
-         std::to_string(p.max_context) + " positions, " + mib(p.state_bytes) + " of KV state" +
-         (lowered ? " (max_model_len lowered to fit the KV budget)" : "") + ", no prefix cache" +
-         (o.emulate ? ", emulated on the host" : "");
+  o.prefix_caching = paged && c.kv.prefix_caching;
+  if (paged)
+    note = "cuda: " + model_label + std::to_string(c.scheduler.max_num_seqs) + " sequence slots, " +
+           std::to_string(p.num_blocks) + " KV blocks of " + std::to_string(c.kv.block_size) +
+           " positions (" + size_text(p.block_bytes) + " each" +
+           (o.prefix_caching ? " with its prefix-cache snapshot" : "") + "), " +
+           mib(p.state_bytes) + " of KV state" +
+           (lowered ? " (max_model_len lowered to fit the KV budget)" : "") +
+           (o.prefix_caching ? ", prefix cache on" : ", no prefix cache");
+  else
+    note = "cuda: " + model_label + std::to_string(c.scheduler.max_num_seqs) +
+           " sequence slots x " + std::to_string(p.max_context) + " positions, " +
+           mib(p.state_bytes) + " of KV state" +
+           (lowered ? " (max_model_len lowered to fit the KV budget)" : "") + ", no prefix cache";
+  if (o.emulate) note += ", emulated on the host";
   return o;
 }
 #endif
@@ -87,10 +104,10 @@ Result<std::unique_ptr<engine::ModelRunner>> make_engine_runner(model::Model& mo
   if (!cuda) return std::unique_ptr<engine::ModelRunner>(new engine::V4ModelRunner(model));
 #ifdef DEEPINFER_HAVE_CUDA
   engine::EngineConfig& c = config;
-  auto o =
-      fit_to_cuda_kv_plan(engine::plan_cuda_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
-                                               c.scheduler.max_model_len, c.kv.block_size),
-                          "", c, note);
+  auto o = fit_to_cuda_kv_plan(
+      engine::plan_cuda_kv(model.config(), kv_budget, c.scheduler.max_num_seqs,
+                           c.scheduler.max_model_len, c.kv.block_size, c.kv.prefix_caching),
+      "", c, note, /*paged=*/true);
   if (!o.ok()) return o.error();
   return std::unique_ptr<engine::ModelRunner>(new engine::CudaModelRunner(model, o.value()));
 #else

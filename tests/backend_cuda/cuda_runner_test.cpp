@@ -1,9 +1,11 @@
 // The engine over the CUDA runner (engine/cuda/cuda_model_runner.h) on the tiny HF fixture
 // hf_v4_a: greedy ids equal the engine over the CPU runner (logprobs within the CUDA fixtures'
 // 1e-3 bar) for concurrent requests of different lengths; abort frees the slot; preemption +
-// recompute resumes to the same output; CudaModel::copy_slot continues exactly as the original;
-// the slot byte counts equal the device allocation. Emulated tests run the kernel bodies on the
-// host; Device tests repeat the engine checks on the GPU and skip without one.
+// recompute resumes to the same output; a prefix-cache hit (snapshot restore, entries read from
+// shared blocks) equals a cold prefill, also for concurrent requests sharing blocks while they
+// extend them; CudaModel::copy_slot continues exactly as the original; the KV byte counts equal
+// the device allocation. Emulated tests run the kernel bodies on the host (bitwise checks);
+// Device tests repeat the engine checks on the GPU and skip without one.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -167,6 +169,66 @@ void preemption_resumes(bool emulate) {
     expect_close(got[i], calm[i], emulate ? 0.0f : 1e-3f, "request " + std::to_string(i));
 }
 
+// A shared 40-token prefix (two full blocks of 16, and entries of both ratios' stores).
+std::vector<int32_t> shared_prefix() {
+  std::vector<int32_t> v;
+  for (int i = 0; i < 40; ++i) v.push_back(100 + 7 * i);
+  return v;
+}
+
+// A request that hits the prefix cache (restoring the snapshot at the end of the last hit block
+// and reading the hit blocks' entries) gives the bits of a cold prefill of the same prompt.
+void prefix_hit_equals_cold(bool emulate) {
+  auto reqs = requests({12, 10}, 10, /*sampled=*/true);
+  const std::vector<int32_t> shared = shared_prefix();
+  for (auto& r : reqs) r.prompt.insert(r.prompt.begin(), shared.begin(), shared.end());
+  CudaModelRunner runner(cpu_model(), runner_options(emulate));
+  EXPECT_TRUE(runner.exact_prefix_snapshots());
+  auto engine = Engine::create(config(), runner);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  const BatchResult first = generate_batch(*engine.value(), {reqs[0]})[0];
+  const BatchResult warm = generate_batch(*engine.value(), {reqs[1]})[0];
+  const BatchResult again = generate_batch(*engine.value(), {reqs[0]})[0];
+  const EngineMetrics m = engine.value()->metrics();
+  EXPECT_EQ(first.usage.prompt_cache_hit_tokens, 0);
+  EXPECT_EQ(warm.usage.prompt_cache_hit_tokens, 32);   // two blocks of 16 of the shared 40
+  EXPECT_EQ(again.usage.prompt_cache_hit_tokens, 48);  // its own prompt's three full blocks
+  EXPECT_GT(m.prefix_hit_rate, 0.0);
+  EXPECT_GT(m.prefix_hit_tokens, 0);
+  const float tol = emulate ? 0.0f : 1e-3f;
+  expect_close(warm, run_cuda(emulate, config(), {reqs[1]})[0], tol, "prefix hit");
+  expect_close(again, first, tol, "hit on its own prompt");
+  // And the CPU engine, without a prefix cache, gives the same ids.
+  EngineConfig off = config();
+  off.kv.prefix_caching = false;
+  V4ModelRunner cpu(cpu_model());
+  expect_close(warm, run(cpu, off, {reqs[1]})[0], 1e-3f, "prefix hit vs the CPU engine");
+}
+
+// Two concurrent requests hit the same cached blocks; one of them extends the prefix past the
+// ratio-128 HCA entry 0 and many CSA entries, writing only its own blocks. Both equal their cold
+// runs, and the blocks stay intact for a third request that hits them afterwards.
+void shared_blocks_concurrent(bool emulate) {
+  auto reqs = requests({10, 100, 10}, 8, /*sampled=*/true);
+  const std::vector<int32_t> shared = shared_prefix();
+  for (auto& r : reqs) r.prompt.insert(r.prompt.begin(), shared.begin(), shared.end());
+  CudaModelRunner runner(cpu_model(), runner_options(emulate));
+  auto engine = Engine::create(config(), runner);
+  ASSERT_TRUE(engine.ok()) << engine.error().message;
+  generate_batch(*engine.value(), {reqs[2]});  // publishes the shared blocks
+  const auto both = generate_batch(*engine.value(), {reqs[0], reqs[1]});
+  const BatchResult later = generate_batch(*engine.value(), {reqs[2]})[0];
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].usage.prompt_cache_hit_tokens, 32);
+  EXPECT_EQ(both[1].usage.prompt_cache_hit_tokens, 32);
+  EXPECT_EQ(later.usage.prompt_cache_hit_tokens, 48);
+  const float tol = emulate ? 0.0f : 1e-3f;
+  for (size_t i = 0; i < 2; ++i)
+    expect_close(both[i], run_cuda(emulate, config(), {reqs[i]})[0], tol,
+                 "concurrent hit " + std::to_string(i));
+  expect_close(later, run_cuda(emulate, config(), {reqs[2]})[0], tol, "hit after the others");
+}
+
 void abort_frees_the_slot(bool emulate) {
   CudaModelRunner runner(cpu_model(), runner_options(emulate));
   auto engine = Engine::create(config(1), runner);  // one slot
@@ -210,34 +272,57 @@ TEST(CudaRunnerEmulated, GreedyEqualsTheCpuEngine) { greedy_equals_cpu(true); }
 TEST(CudaRunnerEmulated, PreemptionResumesToTheSameOutput) { preemption_resumes(true); }
 TEST(CudaRunnerEmulated, AbortFreesTheSlot) { abort_frees_the_slot(true); }
 
-TEST(CudaRunnerEmulated, ReportsTheDeviceSlotBytes) {
-  CudaModelRunner runner(cpu_model(), runner_options(true));
-  const KvCacheConfig kv{.num_blocks = 8, .block_size = 16, .num_state_slots = 3};
-  ASSERT_TRUE(runner.allocate(kv).ok());
-  const cuda::CudaSlotBytes b = cuda::cuda_slot_bytes(cpu_model().config(), kContext);
-  EXPECT_EQ(runner.cuda_model()->state_bytes(), 3 * b.total());
-  EXPECT_EQ(runner.bytes_per_slot(), b.bounded);
-  // Entries: (ctx / r + 1) rows per store; per position that is about dim · 4 / r bytes.
-  EXPECT_NEAR(static_cast<double>(runner.bytes_per_block(16)) / 16 * kContext,
-              static_cast<double>(b.entries), 0.1 * static_cast<double>(b.entries));
-  EXPECT_FALSE(runner.exact_prefix_snapshots());
-  EXPECT_FALSE(runner.allocate(kv).ok());  // once only
+TEST(CudaRunnerEmulated, PrefixHitEqualsAColdPrefillBitwise) { prefix_hit_equals_cold(true); }
+TEST(CudaRunnerEmulated, ConcurrentRequestsShareBlocksBitwise) { shared_blocks_concurrent(true); }
+
+// The device KV state is what the runner reports: slots of bounded state, and blocks of entries
+// (plus a bounded-state snapshot each with prefix caching).
+TEST(CudaRunnerEmulated, ReportsTheDeviceKvBytes) {
+  const cuda::CudaKvBytes b = cuda::cuda_kv_bytes(cpu_model().config(), 16);
+  for (bool caching : {true, false}) {
+    CudaRunnerOptions o = runner_options(true);
+    o.prefix_caching = caching;
+    CudaModelRunner runner(cpu_model(), o);
+    const KvCacheConfig kv{.num_blocks = 8, .block_size = 16, .num_state_slots = 3};
+    ASSERT_TRUE(runner.allocate(kv).ok());
+    EXPECT_EQ(runner.bytes_per_slot(), b.bounded);
+    EXPECT_EQ(runner.bytes_per_block(16), b.block_entries + (caching ? b.bounded : 0));
+    EXPECT_EQ(runner.cuda_model()->state_bytes(), 3 * b.bounded + 8 * runner.bytes_per_block(16));
+    EXPECT_EQ(runner.exact_prefix_snapshots(), caching);
+    EXPECT_EQ(runner.cuda_model()->num_blocks(), 8);
+    EXPECT_FALSE(runner.allocate(kv).ok());  // once only
+  }
+  // Per store max(1, 16 / ratio) rows a block: ratio-4 CSA entries (head_dim) and index keys
+  // (index_head_dim), one ratio-128 HCA row (head_dim), fp32.
+  const model::ModelConfig& c = cpu_model().config();
+  int64_t want = 0;
+  for (int i = 0; i < c.num_layers; ++i) {
+    if (c.ratio(i) == 4) want += 4 * (c.head_dim + c.index_head_dim) * 4;
+    if (c.ratio(i) == 128) want += c.head_dim * 4;
+  }
+  EXPECT_EQ(b.block_entries, want);
 }
 
 TEST(CudaRunnerEmulated, PlanFitsTheBudget) {
   const model::ModelConfig& c = cpu_model().config();
-  auto open = plan_cuda_kv(c, 0, 4, 1000, 16);
+  const cuda::CudaKvBytes b = cuda::cuda_kv_bytes(c, 16);
+  auto open = plan_cuda_kv(c, 0, 4, 1000, 16, true);
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(open.value().max_context, 1000);
   EXPECT_EQ(open.value().num_blocks, 4 * 63);  // ceil(1000 / 16) blocks per slot
-  EXPECT_EQ(open.value().state_bytes, 4 * cuda::cuda_slot_bytes(c, 1000).total());
-  const int64_t budget = open.value().state_bytes / 2;
-  auto fit = plan_cuda_kv(c, budget, 4, 1000, 16);
+  EXPECT_EQ(open.value().block_bytes, b.block_entries + b.bounded);
+  EXPECT_EQ(open.value().state_bytes, 4 * b.bounded + 4 * 63 * open.value().block_bytes);
+  // A budget sizes the block pool (not slots of max_context positions).
+  const int64_t budget = 4 * b.bounded + 100 * b.block_entries + 5;
+  auto fit = plan_cuda_kv(c, budget, 4, 1000, 16, false);
   ASSERT_TRUE(fit.ok());
-  EXPECT_LT(fit.value().max_context, 1000);
+  EXPECT_EQ(fit.value().num_blocks, 100);
+  EXPECT_EQ(fit.value().max_context, 1000);
   EXPECT_LE(fit.value().state_bytes, budget);
-  EXPECT_GT(4 * cuda::cuda_slot_bytes(c, fit.value().max_context + 1).total(), budget);
-  auto tiny = plan_cuda_kv(c, 1000, 4, 1000, 16);
+  auto small = plan_cuda_kv(c, 4 * b.bounded + 10 * b.block_entries, 4, 1000, 16, false);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small.value().max_context, 160);  // what 10 blocks hold
+  auto tiny = plan_cuda_kv(c, 1000, 4, 1000, 16, true);
   ASSERT_FALSE(tiny.ok());
   EXPECT_NE(tiny.error().message.find("too small"), std::string::npos) << tiny.error().message;
 }
@@ -254,11 +339,16 @@ TEST(CudaRunnerEmulated, RejectsWhatItCannotRun) {
   seq.slot = 2;
   EXPECT_FALSE(runner.execute(std::span(&seq, 1), {}).ok());  // no such slot
   seq.slot = 0;
-  seq.start = 16;  // a prefix hit: no snapshots
+  seq.start = 16;  // a prefix hit, but the table does not cover the step
+  EXPECT_FALSE(runner.execute(std::span(&seq, 1), {}).ok());
+  seq.start = 8;  // a prefix hit off a block boundary
   EXPECT_FALSE(runner.execute(std::span(&seq, 1), {}).ok());
   seq.fresh = false;
   seq.start = 5;  // the slot is at position 0
   EXPECT_FALSE(runner.execute(std::span(&seq, 1), {}).ok());
+  // Blocks must divide every compress ratio or be a multiple of it (4 and 128 here).
+  CudaModelRunner odd(cpu_model(), runner_options(true));
+  EXPECT_FALSE(odd.allocate({.num_blocks = 4, .block_size = 12, .num_state_slots = 2}).ok());
 }
 
 // copy_slot, then one decode in both slots: the copy continues exactly as the original.
@@ -305,6 +395,8 @@ class CudaRunnerDevice : public ::testing::Test {
 TEST_F(CudaRunnerDevice, GreedyEqualsTheCpuEngine) { greedy_equals_cpu(false); }
 TEST_F(CudaRunnerDevice, PreemptionResumesToTheSameOutput) { preemption_resumes(false); }
 TEST_F(CudaRunnerDevice, AbortFreesTheSlot) { abort_frees_the_slot(false); }
+TEST_F(CudaRunnerDevice, PrefixHitEqualsAColdPrefill) { prefix_hit_equals_cold(false); }
+TEST_F(CudaRunnerDevice, ConcurrentRequestsShareBlocks) { shared_blocks_concurrent(false); }
 
 // Requests without logprobs or penalties draw their decode tokens on the GPU (greedy, temperature
 // alone, top-k + top-p, min_p): the same tokens as the CPU engine's Sampler over its own logits.

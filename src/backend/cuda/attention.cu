@@ -70,7 +70,7 @@ void compressor_push(Exec& e, const Segments& segs, const float* a, const float*
         }
       }
       const int64_t j = p / r;
-      cb.store[(int64_t{seq} * cb.capacity + j) * dc + k] = entry;
+      cb.store[entry_row(cb.pages, seq, j) * dc + k] = entry;
     }
   });
 }
@@ -85,7 +85,7 @@ void compressor_finish(Exec& e, const CompressorBuffers& c, const int32_t* ent_s
     if (i >= *n_ent) return;
     const int dc = cb.dim;
     const int64_t j = ent_j[i];
-    float* v = cb.store + (int64_t{ent_seq[i]} * cb.capacity + j) * dc;
+    float* v = cb.store + entry_row(cb.pages, ent_seq[i], j) * dc;
     if (official) {
       for (int k = 0; k < dc; ++k) v[k] = bf16r(v[k]);
     }
@@ -170,7 +170,7 @@ void indexer_topk(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores
       scores[i] = -INFINITY;
       return;
     }
-    const float* k = ia.keys + (int64_t{rw.seq[r]} * cap + j) * ia.dim;
+    const float* k = ia.keys + entry_row(ia.pages, rw.seq[r], j) * ia.dim;
     const float* qr = ia.q + r * ia.heads * ia.dim;
     const float* wr = ia.w + r * ia.heads;
     float s = 0.0f;

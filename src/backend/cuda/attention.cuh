@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/kv_pages.cuh"
 #include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda {
@@ -18,18 +19,19 @@ struct Segments {
   int64_t n = 0;
 };
 
-// One compressor's streaming state and output store, per sequence slot.
+// One compressor's streaming state per sequence slot and its paged output store.
 struct CompressorBuffers {
   float* kv = nullptr;     // [slots, rows, width]
   float* score = nullptr;  // [slots, rows, width]
-  float* store = nullptr;  // [slots, capacity, dim]
+  float* store = nullptr;  // [store rows, dim], rows by entry_row(pages, …)
   int ratio = 0, dim = 0, width = 0, rows = 0;
   bool overlap = false;
-  int64_t capacity = 0;
+  int64_t capacity = 0;  // entries a sequence can reach (max_context / ratio + 1)
+  EntryPages pages;
 };
 
 // Pushes the chunk rows (a, g: [n, width]) through the state; each entry that closes is written
-// raw (pooled, not yet normalised) to store[seq][j].
+// raw (pooled, not yet normalised) to its store row (entry_row(pages, seq, j)).
 void compressor_push(Exec& e, const Segments& segs, const float* a, const float* g,
                      const float* ape, const CompressorBuffers& c);
 // Finishes the entries that closed (ent_seq/ent_j; *n_ent of them, a device count, at most
@@ -48,10 +50,11 @@ void compressor_reset(Exec& e, const CompressorBuffers& c, int slot);
 struct IndexerArgs {
   const float* q = nullptr;
   const float* w = nullptr;
-  const float* keys = nullptr;  // [slots, capacity, ihd]
-  int64_t capacity = 0;
+  const float* keys = nullptr;  // [store rows, ihd], rows by entry_row(pages, …)
+  int64_t capacity = 0;         // entries a sequence can reach (the scores' row stride)
   int heads = 0, dim = 0, ratio = 0, topk = 0;
   bool official = false;
+  EntryPages pages;
 };
 void indexer_topk(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores, int32_t* sel,
                   int32_t* cnt);
@@ -60,7 +63,7 @@ struct AttnArgs {
   const float* q = nullptr;     // [n, H, D]
   const float* kv = nullptr;    // [n, D] this chunk's rows
   const float* ring = nullptr;  // [slots, W, D]
-  const float* cmp = nullptr;   // [slots, capacity, D]
+  const float* cmp = nullptr;   // [store rows, D], rows by entry_row(pages, …)
   const int32_t* sel = nullptr;
   const int32_t* cnt = nullptr;
   const float* sink = nullptr;  // [H]
@@ -68,6 +71,7 @@ struct AttnArgs {
   int H = 0, D = 0, W = 0, ratio = 0, topk = 0;
   bool csa = false, official = false;
   float scale = 1.0f;
+  EntryPages pages;
   // compressed key slots per row: 0, topk (CSA) or capacity (HCA)
   int cslots() const { return ratio == 0 ? 0 : (csa ? topk : static_cast<int>(capacity)); }
 };
@@ -108,10 +112,10 @@ DI_HD inline const float* attn_key_at(const Rows& rw, const AttnArgs& a, int64_t
   const int64_t c = s - a.W;
   if (a.csa) {
     if (c >= a.cnt[r]) return nullptr;
-    return a.cmp + (seq * a.capacity + a.sel[r * a.topk + c]) * a.D;
+    return a.cmp + entry_row(a.pages, seq, a.sel[r * a.topk + c]) * a.D;
   }
   if (c >= (p + 1) / a.ratio) return nullptr;
-  return a.cmp + (seq * a.capacity + c) * a.D;
+  return a.cmp + entry_row(a.pages, seq, c) * a.D;
 }
 
 // o [n, H, D] = softmax over window ∪ compressed keys (sink as an extra logit) · keys.

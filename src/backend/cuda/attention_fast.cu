@@ -231,10 +231,13 @@ __global__ void __launch_bounds__(kIdxThreads)
   }
   float* ks = ishared;                               // [32][dim + 1]
   float* terms = ishared + kIdxEntries * (dim + 1);  // [heads][32]
-  const float* kbase = ia.keys + (int64_t{rw.seq[r]} * cap + j0) * dim;
-  const int64_t rows_here = cap - j0 < kIdxEntries ? cap - j0 : kIdxEntries;
+  // The visible keys of this tile, row by row through the block table (a tile may span blocks).
+  __shared__ const float* key_rows[kIdxEntries];
+  const int64_t rows_here = vis - j0 < kIdxEntries ? vis - j0 : kIdxEntries;
+  if (tid < rows_here) key_rows[tid] = ia.keys + entry_row(ia.pages, rw.seq[r], j0 + tid) * dim;
+  __syncthreads();
   for (int64_t i = tid; i < rows_here * dim; i += kIdxThreads)
-    ks[(i / dim) * (dim + 1) + i % dim] = kbase[i];
+    ks[(i / dim) * (dim + 1) + i % dim] = key_rows[i / dim][i % dim];
   __syncthreads();
   const float* qr = ia.q + r * H * dim;
   const float* k = ks + lane * (dim + 1);

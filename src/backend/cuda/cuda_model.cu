@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -200,26 +201,31 @@ Status CudaModel::Impl::upload(const model::Model& m) {
   return exec.sync();
 }
 
-CudaSlotBytes cuda_slot_bytes(const model::ModelConfig& c, int64_t max_context) {
-  CudaSlotBytes b;
+CudaKvBytes cuda_kv_bytes(const model::ModelConfig& c, int32_t block_size) {
+  CudaKvBytes b;
   const int64_t f = sizeof(float);
   for (int i = 0; i < c.num_layers; ++i) {
     b.bounded += int64_t{c.sliding_window} * c.head_dim * f;
     const int r = c.ratio(i);
     if (r <= 0) continue;
     const bool csa = c.kind(i) == model::AttentionKind::Csa;
-    const int64_t cap = max_context / r + 1;
     // The same buffers as allocate_state_and_scratch(): tails kv + score [rows, width], store.
     auto store = [&](int64_t dim, bool overlap) {
       const int64_t k = overlap ? 2 : 1;
       b.bounded += 2 * (k * r) * (k * dim) * f;
-      b.entries += cap * dim * f;
-      b.entry_bytes_per_position += static_cast<double>(dim * f) / r;
+      b.block_entries += int64_t{entry_rows_per_block(block_size, r)} * dim * f;
     };
     store(c.head_dim, csa);
     if (csa) store(c.index_head_dim, true);
   }
   return b;
+}
+
+int32_t cuda_default_block_size(const model::ModelConfig& c) {
+  int64_t bs = 1;
+  for (int r : c.compress_ratios)
+    if (r > 0) bs = std::lcm(bs, int64_t{r});
+  return static_cast<int32_t>(std::min<int64_t>(bs, 1 << 16));
 }
 
 void CudaModel::Impl::allocate_state_and_scratch() {
@@ -228,11 +234,19 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   const int64_t d = c.hidden_size, hc = c.hc_mult, H = c.n_heads, D = c.head_dim;
   const int64_t W = c.sliding_window;
   int64_t max_width = 1, max_cap = 1, max_icap = 1;
+  // Block tables: preset to blocks of each slot's own (replaced by set_block_table).
+  max_blocks = static_cast<int32_t>((opt.max_context + block_size - 1) / block_size);
+  host_tables.assign(static_cast<size_t>(int64_t{S} * max_blocks), 0);
+  for (int64_t i = 0; i < int64_t{S} * max_blocks; ++i)
+    host_tables[static_cast<size_t>(i)] = static_cast<int32_t>(i % num_blocks);
+  tables.upload(exec, host_tables);
+  workspace_bytes += static_cast<int64_t>(tables.bytes());
   layers.resize(static_cast<size_t>(c.num_layers));
   for (int i = 0; i < c.num_layers; ++i) {
     LayerState& L = layers[static_cast<size_t>(i)];
     L.ring.allocate(exec, static_cast<size_t>(S * W * D));
     state_bytes += static_cast<int64_t>(L.ring.bytes());
+    host_regions.push_back({L.ring.ptr, W * D, 0});
     const int r = c.ratio(i);
     if (r <= 0) continue;
     if (std::find(ratios.begin(), ratios.end(), r) == ratios.end()) ratios.push_back(r);
@@ -246,12 +260,20 @@ void CudaModel::Impl::allocate_state_and_scratch() {
       cb.width = (overlap ? 2 : 1) * dim;
       cb.rows = (overlap ? 2 : 1) * r;
       cb.capacity = cap;
-      kv.allocate(exec, static_cast<size_t>(int64_t{S} * cb.rows * cb.width));
-      sc.allocate(exec, static_cast<size_t>(int64_t{S} * cb.rows * cb.width));
-      store.allocate(exec, static_cast<size_t>(S * cap * dim));
+      cb.pages.tables = tables.ptr;
+      cb.pages.max_blocks = max_blocks;
+      cb.pages.block_size = block_size;
+      cb.pages.ratio = r;
+      cb.pages.per_block = entry_rows_per_block(block_size, r);
+      const int64_t tail = int64_t{cb.rows} * cb.width;
+      kv.allocate(exec, static_cast<size_t>(S * tail));
+      sc.allocate(exec, static_cast<size_t>(S * tail));
+      store.allocate(exec, static_cast<size_t>(int64_t{num_blocks} * cb.pages.per_block * dim));
       cb.kv = kv.ptr;
       cb.score = sc.ptr;
       cb.store = store.ptr;
+      host_regions.push_back({kv.ptr, tail, 0});
+      host_regions.push_back({sc.ptr, tail, 0});
       state_bytes += static_cast<int64_t>(kv.bytes() + sc.bytes() + store.bytes());
       max_width = std::max<int64_t>(max_width, cb.width);
     };
@@ -263,6 +285,15 @@ void CudaModel::Impl::allocate_state_and_scratch() {
     }
   }
   std::sort(ratios.begin(), ratios.end());
+  for (SnapshotRegion& g : host_regions) {
+    g.offset = snapshot_floats;
+    snapshot_floats += g.per_slot;
+  }
+  regions.upload(exec, host_regions);
+  if (opt.block_snapshots) {
+    snapshots.allocate(exec, static_cast<size_t>(int64_t{num_blocks} * snapshot_floats));
+    state_bytes += static_cast<int64_t>(snapshots.bytes());
+  }
   N = std::max<int64_t>(opt.max_chunk_tokens, S);
   const int64_t E = c.n_routed_experts, K = c.experts_per_token, inter = c.moe_intermediate;
   const int64_t inter_sh = blocks.empty() ? inter : blocks[0].ffn.w1.out;
@@ -337,8 +368,23 @@ Result<std::unique_ptr<CudaModel>> CudaModel::from_model(const model::Model& cpu
   if (options.max_sequences < 1 || options.max_chunk_tokens < 1 || options.max_context < 1) {
     return Error{"CUDA backend: max_sequences, max_chunk_tokens and max_context must be >= 1"};
   }
+  if (options.block_size < 0 || options.num_blocks < 0)
+    return Error{"CUDA backend: block_size and num_blocks must be >= 0"};
+  const model::ModelConfig& cfg = cpu.config();
+  const int32_t bs = options.block_size > 0 ? options.block_size : cuda_default_block_size(cfg);
+  for (int r : cfg.compress_ratios) {
+    if (r > 0 && bs % r != 0 && r % bs != 0)
+      return Error{"CUDA backend: the KV block size " + std::to_string(bs) +
+                   " must divide or be a multiple of every compress ratio (" + std::to_string(r) +
+                   ")"};
+  }
   auto impl = std::make_unique<Impl>();
   impl->opt = options;
+  impl->block_size = bs;
+  const int64_t own = int64_t{options.max_sequences} * ((options.max_context + bs - 1) / bs);
+  impl->num_blocks = options.num_blocks > 0
+                         ? options.num_blocks
+                         : static_cast<int32_t>(std::min<int64_t>(own, INT32_MAX / 2));
   impl->exec.emulate = options.emulate;
   if (!options.emulate) {
     if (!device_available()) return Error{"CUDA backend: " + device_name()};
@@ -393,6 +439,7 @@ Status CudaModel::copy_slot(int src, int dst) {
     float* to = base + dst * per_slot;
     m.exec.each(n, [=] DI_HD(int64_t i) { to[i] = from[i]; });
   };
+  m.upload_tables();
   const int64_t ring = int64_t{m.cfg.sliding_window} * m.cfg.head_dim;
   for (LayerState& L : m.layers) {
     copy(L.ring.ptr, ring, ring);
@@ -401,13 +448,94 @@ Status CudaModel::copy_slot(int src, int dst) {
       const int64_t tail = int64_t{cb->rows} * cb->width;
       copy(cb->kv, tail, tail);
       copy(cb->score, tail, tail);
-      // Entries 0 … pos / ratio − 1 are closed; the rest of the store is never read.
-      const int64_t closed = std::min(cb->capacity, pos / cb->ratio + 1);
-      copy(cb->store, cb->capacity * cb->dim, closed * cb->dim);
+      // Entries 0 … pos / ratio − 1 are closed, each to its row through the slots' tables.
+      const int64_t closed = std::min(cb->capacity, pos / cb->ratio);
+      const int64_t dim = cb->dim;
+      const EntryPages pages = cb->pages;
+      float* store = cb->store;
+      m.exec.each(closed * dim, [=] DI_HD(int64_t i) {
+        const int64_t j = i / dim, k = i % dim;
+        store[entry_row(pages, dst, j) * dim + k] = store[entry_row(pages, src, j) * dim + k];
+      });
     }
   }
   m.positions[static_cast<size_t>(dst)] = pos;
   return m.exec.sync();
+}
+
+void CudaModel::Impl::upload_tables() {
+  if (dirty_hi <= dirty_lo) return;
+  const int64_t first = int64_t{dirty_lo} * max_blocks, rows = dirty_hi - dirty_lo;
+  exec.to_device(tables.ptr + first, host_tables.data() + first,
+                 static_cast<size_t>(rows * max_blocks) * sizeof(int32_t));
+  dirty_lo = dirty_hi = 0;
+}
+
+Status CudaModel::set_block_table(int seq, std::span<const int32_t> table) {
+  Impl& m = *impl_;
+  if (seq < 0 || seq >= m.opt.max_sequences) return Error{"set_block_table: slot out of range"};
+  if (static_cast<int64_t>(table.size()) > m.max_blocks)
+    return Error{"set_block_table: " + std::to_string(table.size()) + " blocks, a slot holds " +
+                 std::to_string(m.max_blocks)};
+  int32_t* row = m.host_tables.data() + int64_t{seq} * m.max_blocks;
+  if (std::equal(table.begin(), table.end(), row)) return Status::Ok();
+  for (int32_t b : table)
+    if (b < 0 || b >= m.num_blocks) return Error{"set_block_table: block id out of range"};
+  std::copy(table.begin(), table.end(), row);
+  if (m.dirty_hi <= m.dirty_lo) {
+    m.dirty_lo = seq;
+    m.dirty_hi = seq + 1;
+  } else {
+    m.dirty_lo = std::min(m.dirty_lo, seq);
+    m.dirty_hi = std::max(m.dirty_hi, seq + 1);
+  }
+  return Status::Ok();
+}
+
+int32_t CudaModel::block_size() const { return impl_->block_size; }
+int32_t CudaModel::num_blocks() const { return impl_->num_blocks; }
+
+void CudaModel::Impl::copy_snapshot(int seq, int32_t block, bool save) {
+  const SnapshotRegion* g = regions.ptr;
+  const int n = static_cast<int>(host_regions.size());
+  float* snap = snapshots.ptr + int64_t{block} * snapshot_floats;
+  // One launch for every buffer: thread i finds its region by bisection over the offsets.
+  exec.each(snapshot_floats, [=] DI_HD(int64_t i) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (g[mid].offset <= i)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    float* state = g[lo].base + seq * g[lo].per_slot + (i - g[lo].offset);
+    if (save)
+      snap[i] = *state;
+    else
+      *state = snap[i];
+  });
+}
+
+Status CudaModel::save_snapshot(int seq, int32_t block) {
+  Impl& m = *impl_;
+  if (!m.opt.block_snapshots) return Error{"save_snapshot: no block snapshots allocated"};
+  if (seq < 0 || seq >= m.opt.max_sequences || block < 0 || block >= m.num_blocks)
+    return Error{"save_snapshot: slot or block out of range"};
+  m.copy_snapshot(seq, block, true);
+  return Status::Ok();
+}
+
+Status CudaModel::restore_snapshot(int32_t block, int seq, int64_t position) {
+  Impl& m = *impl_;
+  if (!m.opt.block_snapshots) return Error{"restore_snapshot: no block snapshots allocated"};
+  if (seq < 0 || seq >= m.opt.max_sequences || block < 0 || block >= m.num_blocks)
+    return Error{"restore_snapshot: slot or block out of range"};
+  if (position < 0 || position > m.opt.max_context)
+    return Error{"restore_snapshot: position out of range"};
+  m.copy_snapshot(seq, block, false);
+  m.positions[static_cast<size_t>(seq)] = position;
+  return Status::Ok();
 }
 
 int64_t CudaModel::weight_bytes() const { return impl_->weight_bytes; }

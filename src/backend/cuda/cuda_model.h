@@ -38,16 +38,27 @@ bool batch_invariant();
 void set_lt_gemm(bool on);
 bool lt_gemm();
 
-// Device bytes of one sequence slot, as CudaModel allocates them: the bounded part (window
-// rings, compressor tails) and the compressed-entry stores (CSA / HCA entries, index keys) sized
-// for max_context positions; entry_bytes_per_position is that store's amortized cost per position.
+// Device bytes of one sequence slot, as a model that keeps fixed slots allocates them (V4.1): the
+// bounded part (window rings, compressor tails) and the compressed-entry stores sized for
+// max_context positions; entry_bytes_per_position is that store's amortized cost per position.
 struct CudaSlotBytes {
   int64_t bounded = 0;
   int64_t entries = 0;
   double entry_bytes_per_position = 0.0;
   int64_t total() const { return bounded + entries; }
 };
-CudaSlotBytes cuda_slot_bytes(const model::ModelConfig& config, int64_t max_context);
+
+// Device bytes of CudaModel's KV state, as it allocates them: a state slot's bounded part (window
+// rings, compressor tails; also what one block snapshot takes) and the compressed entries of one
+// paged block of block_size positions (every store, max(1, block_size / ratio) rows each).
+struct CudaKvBytes {
+  int64_t bounded = 0;
+  int64_t block_entries = 0;
+};
+CudaKvBytes cuda_kv_bytes(const model::ModelConfig& config, int32_t block_size);
+// The block size CudaModel takes when none is given: the smallest multiple of every compress
+// ratio (128 for V4), where the paged stores are as dense as unpaged ones.
+int32_t cuda_default_block_size(const model::ModelConfig& config);
 
 struct CudaModelOptions {
   int max_sequences = 1;           // sequence slots (the largest decode batch)
@@ -56,6 +67,13 @@ struct CudaModelOptions {
   bool emulate = false;            // run every kernel body on the host (tests without a GPU; slow)
   bool cuda_graphs = true;         // replay one-token decode steps as a CUDA graph per batch size
   bool progress = false;           // a progress bar on stderr while the weights upload
+  // The entry stores are paged (kv_pages.cuh): num_blocks blocks of block_size positions, mapped
+  // to each slot through its block table (set_block_table). block_size 0: the default one;
+  // num_blocks 0: max_sequences · ceil(max_context / block_size), each slot's table preset to
+  // blocks of its own (so a caller that never sets tables sees fixed slots).
+  int32_t block_size = 0;
+  int32_t num_blocks = 0;
+  bool block_snapshots = false;  // room for one bounded-state snapshot per block (prefix caching)
 };
 
 class CudaModel {
@@ -77,6 +95,17 @@ class CudaModel {
   // Copies slot src's whole state (rings, compressor tails, entries, position) into slot dst, so
   // that dst continues exactly as src would (fills decode batches without re-running prefills).
   Status copy_slot(int src, int dst);
+
+  // Slot seq's block table: block ids < num_blocks() covering the positions it will run (the
+  // engine's table; shared blocks hold entries other slots wrote). Uploaded with the next launch.
+  Status set_block_table(int seq, std::span<const int32_t> table);
+  int32_t block_size() const;
+  int32_t num_blocks() const;
+  // With block_snapshots: slot seq's bounded state (window rings, compressor tails) saved as
+  // block's snapshot, and a snapshot put back into slot seq at `position` (a prefix hit: the
+  // entries below it are read through the slot's block table).
+  Status save_snapshot(int seq, int32_t block);
+  Status restore_snapshot(int32_t block, int seq, int64_t position);
 
   // Runs ids through slot `seq` from its position onward (prefill, chunked prefill, or a
   // one-token step). For each k, the logits of chunk row logit_rows[k] go to host memory

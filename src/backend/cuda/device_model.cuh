@@ -56,6 +56,14 @@ struct LayerState {
   CompressorBuffers comp, icomp;
 };
 
+// One buffer of the bounded per-slot state, as a block snapshot lays it out: slot s's part is
+// base[s · per_slot, (s + 1) · per_slot), at [offset, offset + per_slot) of a snapshot.
+struct SnapshotRegion {
+  float* base = nullptr;
+  int64_t per_slot = 0;
+  int64_t offset = 0;
+};
+
 struct CudaModel::Impl {
   Exec exec;
   std::unique_ptr<model::Model> owned;  // the CPU model when loaded from a folder
@@ -75,6 +83,19 @@ struct CudaModel::Impl {
 
   std::vector<LayerState> layers;
   std::vector<int64_t> positions;
+  // Paged entry stores (kv_pages.cuh): the slots' block tables, on the host and the device (rows
+  // dirty_lo … dirty_hi − 1 not uploaded yet).
+  int32_t block_size = 0, num_blocks = 0, max_blocks = 0;
+  std::vector<int32_t> host_tables;
+  DeviceArray<int32_t> tables;
+  int dirty_lo = 0, dirty_hi = 0;
+  void upload_tables();
+  // Block snapshots of the bounded state: [num_blocks, snapshot_floats] and the regions.
+  std::vector<SnapshotRegion> host_regions;
+  DeviceArray<SnapshotRegion> regions;
+  DeviceArray<float> snapshots;
+  int64_t snapshot_floats = 0;
+  void copy_snapshot(int seq, int32_t block, bool save);
   std::vector<int> ratios;  // distinct compress ratios > 0
 
   // scratch (N rows = max(max_chunk_tokens, max_sequences))

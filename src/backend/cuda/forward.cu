@@ -63,6 +63,7 @@ Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32
   }
   const int64_t nl = static_cast<int64_t>(logit_rows.size());
   std::copy(logit_rows.begin(), logit_rows.end(), hm + o_lrows);
+  upload_tables();  // before the launch (and a graph replay) reads them
   exec.to_device(
       meta.ptr, hm,
       static_cast<size_t>(ent_count + static_cast<int64_t>(ratios.size())) * sizeof(int32_t));
@@ -233,7 +234,7 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     scale_values(exec, iw.ptr, n * ih, wscale);
     if (official) round_bf16(exec, iw.ptr, n * ih);
     IndexerArgs ia{iq.ptr, iw.ptr, L.icomp.store, L.icomp.capacity, ih,
-                   ihd,    ratio,  c.index_topk,  official};
+                   ihd,    ratio,  c.index_topk,  official,         L.icomp.pages};
     indexer_topk(exec, rows, ia, iscore.ptr, sel.ptr, cnt.ptr);
   }
   AttnArgs aa;
@@ -245,6 +246,7 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   aa.cnt = cnt.ptr;
   aa.sink = B.attn_sink;
   aa.capacity = L.comp.capacity;
+  aa.pages = L.comp.pages;
   aa.H = H;
   aa.D = D;
   aa.W = W;

@@ -193,6 +193,7 @@ void attention_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, co
     a.cnt = cnt.ptr;
     a.sink = sink.ptr;
     a.capacity = cap;
+    a.pages = dense_pages(cap);
     a.H = H;
     a.D = D;
     a.W = window;
@@ -247,7 +248,7 @@ void indexer_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, cons
   sel.allocate(c.e, static_cast<size_t>(t.n() * topk));
   cnt.allocate(c.e, static_cast<size_t>(t.n()));
   for (bool official : {false, true}) {
-    IndexerArgs a{q.ptr, w.ptr, k.ptr, cap, ih, ihd, ratio, topk, official};
+    IndexerArgs a{q.ptr, w.ptr, k.ptr, cap, ih, ihd, ratio, topk, official, dense_pages(cap)};
     if (!indexer_fast_supported(a)) continue;
     for (int64_t n : ns) {
       const std::string what = sh.name + " indexer scores + top-k" +

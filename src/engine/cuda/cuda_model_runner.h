@@ -1,9 +1,12 @@
 // CudaModelRunner: the engine's ModelRunner over cuda::CudaModel (built only with the CUDA
-// backend). Engine state slot i is CUDA slot i; a sequence's first chunk resets its slot, so a
-// slot released by finish, abort or preemption is simply reused. Prompt positions run through
-// CudaModel::prefill (one call per sequence and step), every single-token piece of the step
-// (decodes, and the generated positions a preempted request recomputes) through one batched
-// CudaModel::decode per round. The CUDA state is not paged and not snapshotted: no prefix caching.
+// backend). Engine state slot i is CUDA slot i and holds the bounded state (window rings,
+// compressor tails); the compressed entries live in the engine's KV blocks on the device, read and
+// written through each sequence's block table (backend/cuda/kv_pages.cuh). A sequence's first
+// chunk resets its slot, or on a prefix-cache hit restores the bounded-state snapshot saved at the
+// end of the last hit block; shared blocks' entries are read, never rewritten. Prompt positions
+// run through CudaModel::prefill (one call per sequence and piece; with prefix caching pieces end
+// at block boundaries, as in the CPU runner), every single-token piece of the step (decodes, and
+// the generated positions a preempted request recomputes) through one batched CudaModel::decode.
 #pragma once
 
 #include <cstdint>
@@ -28,20 +31,28 @@ struct CudaRunnerOptions {
   // DEEPINFER_CUDA_DEVICE_SAMPLING=0 turns it off (to measure both with one binary).
   bool device_sampling = true;
   bool progress = false;  // a progress bar while the weights upload
+  // Exact prefix caching: a bounded-state snapshot per block on the device (bytes_per_block
+  // counts it). Off: exact_prefix_snapshots() is false and no snapshot memory is taken.
+  bool prefix_caching = true;
 };
 
-// Fixed device slots sized for the engine: each of max_num_seqs slots holds max_context
-// positions; the engine's block pool covers exactly those positions, so its KV usage is the
-// share of the device state in use.
+// The device KV state sized for the engine. V4 (paged): max_num_seqs slots of bounded state and a
+// pool of num_blocks blocks (entries, and a snapshot each with prefix caching). V4.1 (fixed
+// slots): each of max_num_seqs slots holds max_context positions and the pool covers exactly
+// those positions.
 struct CudaKvPlan {
   int64_t max_context = 0;  // becomes the engine's max_model_len
-  int32_t num_blocks = 0;   // max_num_seqs · ceil(max_context / block_size)
-  int64_t state_bytes = 0;  // device bytes of all slots
+  int32_t num_blocks = 0;
+  int64_t state_bytes = 0;  // device bytes of all slots (and, paged, of the block pool)
   int64_t slot_bytes = 0;   // one slot
+  int64_t block_bytes = 0;  // one block (paged)
 };
-// The largest max_context <= max_model_len whose slots fit kv_cache_memory (0: no budget).
+// V4: the blocks that fit kv_cache_memory after the slots (no budget: enough for every slot to
+// reach max_model_len); with fewer than one sequence of max_model_len needs, max_context drops
+// to what the pool holds.
 Result<CudaKvPlan> plan_cuda_kv(const model::ModelConfig& config, int64_t kv_cache_memory,
-                                int32_t max_num_seqs, int32_t max_model_len, int32_t block_size);
+                                int32_t max_num_seqs, int32_t max_model_len, int32_t block_size,
+                                bool prefix_caching);
 // The same plan for any slot layout: slot_bytes(max_context) is one slot's device bytes (it grows
 // with the context). plan_cuda_kv and plan_cuda_v41_kv bind it to their model's layout.
 Result<CudaKvPlan> plan_cuda_slots(const std::function<int64_t(int64_t)>& slot_bytes,
@@ -62,12 +73,13 @@ class CudaModelRunner : public ModelRunner {
   CudaModelRunner(const model::Model& cpu, const CudaRunnerOptions& options);
 
   int32_t vocab_size() const override { return config_.vocab_size; }
-  // What a block of positions takes in a slot's entry stores (amortized), and a slot's bounded
-  // state (rings, compressor tails); both from the CUDA allocation sizes.
+  // What a block takes on the device (its entries in every store, and with prefix caching its
+  // bounded-state snapshot), and a slot's bounded state (rings, compressor tails); both from the
+  // CUDA allocation sizes.
   int64_t bytes_per_block(int32_t block_size) const override;
   int64_t bytes_per_slot() const override;
-  bool exact_prefix_snapshots() const override { return false; }
-  // Uploads the weights and allocates config.num_state_slots slots of max_context positions.
+  bool exact_prefix_snapshots() const override { return options_.prefix_caching; }
+  // Uploads the weights and allocates config.num_state_slots slots and config.num_blocks blocks.
   Status allocate(const KvCacheConfig& config) override;
   Status execute(std::span<const RunnerSequence> batch, std::span<float> logits) override;
   bool samples_on_device() const override;
@@ -84,6 +96,7 @@ class CudaModelRunner : public ModelRunner {
   CudaRunnerOptions options_;
   std::unique_ptr<cuda::CudaModel> model_;
   int num_slots_ = 0;
+  SlotPaging paging_;
   SlotStepScratch scratch_;
 };
 

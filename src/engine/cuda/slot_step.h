@@ -23,6 +23,7 @@ namespace deepinfer::engine {
 struct SlotStepScratch {
   std::vector<int32_t> cursor;
   std::vector<int64_t> logits_row;
+  std::vector<uint8_t> ran;  // this round
   std::vector<int> dec_slots;
   std::vector<int32_t> dec_ids;
   std::vector<int64_t> dec_rows;
@@ -106,12 +107,31 @@ Status run_slot_decodes(Model& model, int64_t V, SlotStepScratch& s, std::span<f
   return Status::Ok();
 }
 
+// Models whose entry stores are paged by the engine's blocks, with block snapshots
+// (cuda::CudaModel).
+template <class Model>
+concept PagedSlots = requires(Model& m, std::span<const int32_t> table) {
+  m.set_block_table(0, table);
+  m.save_snapshot(0, 0);
+  m.restore_snapshot(0, 0, 0);
+};
+
+// A paged model's step: its block size, and whether block snapshots are kept (prefix caching:
+// prompt pieces then end at block boundaries, so that every forward covers the same positions
+// whether a request hit the cache or not, and the state at each block end is saved).
+struct SlotPaging {
+  int32_t block_size = 0;  // 0: the model is not paged
+  bool snapshots = false;
+};
+
 // tokens (empty, or one per logits row, set to -1 here): where a sequence has a device_sample and
 // its last position runs in a decode, the token drawn on the device.
 template <class Model>
 Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V,
                      SlotStepScratch& s, std::span<const RunnerSequence> batch,
-                     std::span<float> logits, std::span<int32_t> tokens = {}) {
+                     std::span<float> logits, std::span<int32_t> tokens = {},
+                     const SlotPaging& paging = {}) {
+  const int32_t bs = paging.block_size;
   const size_t n = batch.size();
   s.cursor.resize(n);
   s.logits_row.resize(n);
@@ -122,9 +142,23 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
       return Error{"cuda runner: bad state slot " + std::to_string(seq.slot)};
     for (size_t k = 0; k < i; ++k)
       if (batch[k].slot == seq.slot) return Error{"cuda runner: a step names a slot twice"};
-    if (seq.fresh) {
-      if (seq.start != 0) return Error{"cuda runner: no prefix snapshots (prefix caching is off)"};
-      model.reset(seq.slot);
+    if (seq.fresh && seq.start == 0) model.reset(seq.slot);
+    if (seq.fresh && seq.start != 0) {
+      if (!paging.snapshots || seq.start % bs != 0 ||
+          static_cast<int64_t>(seq.block_table.size()) < seq.start / bs)
+        return Error{"cuda runner: a prefix hit needs a block snapshot (prefix caching is off)"};
+      if constexpr (PagedSlots<Model>) {
+        const int32_t block = seq.block_table[static_cast<size_t>(seq.start / bs - 1)];
+        if (Status st = model.restore_snapshot(block, seq.slot, seq.start); !st.ok()) return st;
+      }
+    }
+    if constexpr (PagedSlots<Model>) {
+      if (bs > 0) {
+        if (static_cast<int64_t>(seq.block_table.size()) * bs <
+            seq.start + static_cast<int64_t>(seq.tokens.size()))
+          return Error{"cuda runner: the block table does not cover the step"};
+        if (Status st = model.set_block_table(seq.slot, seq.block_table); !st.ok()) return st;
+      }
     }
     if (model.position(seq.slot) != seq.start)
       return Error{"cuda runner: slot " + std::to_string(seq.slot) + " is at position " +
@@ -149,11 +183,14 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
     s.dec_rows.clear();
     s.dec_specs.clear();
     bool ran = false;
+    s.ran.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
       const RunnerSequence& seq = batch[i];
       const int32_t p = s.cursor[i], end = seq.start + static_cast<int32_t>(seq.tokens.size());
       if (p >= end) continue;
-      const int32_t piece_end = p < seq.num_prompt ? std::min(end, seq.num_prompt) : p + 1;
+      s.ran[i] = 1;
+      int32_t piece_end = p < seq.num_prompt ? std::min(end, seq.num_prompt) : p + 1;
+      if (paging.snapshots) piece_end = std::min(piece_end, (p / bs + 1) * bs);
       const bool want = piece_end == end && seq.want_logits;
       const auto ids = seq.tokens.subspan(static_cast<size_t>(p - seq.start),
                                           static_cast<size_t>(piece_end - p));
@@ -175,6 +212,16 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
     }
     if (!ran) break;
     if (Status st = run_slot_decodes(model, V, s, logits, tokens); !st.ok()) return st;
+    if constexpr (PagedSlots<Model>) {
+      if (!paging.snapshots) continue;
+      // Each sequence that reached a block end in this round: its state there, for later hits.
+      for (size_t i = 0; i < n; ++i) {
+        const int32_t p = s.cursor[i];
+        if (!s.ran[i] || p % bs != 0) continue;
+        const int32_t block = batch[i].block_table[static_cast<size_t>(p / bs - 1)];
+        if (Status st = model.save_snapshot(batch[i].slot, block); !st.ok()) return st;
+      }
+    }
   }
   return Status::Ok();
 }
