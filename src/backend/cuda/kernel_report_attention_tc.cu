@@ -94,6 +94,7 @@ void check_launch(Exec& e, std::mt19937& rng, const Launch& l, int ratio, bool o
   a.q = q.ptr, a.kv = kv.ptr, a.ring = ring.ptr, a.cmp = cmp.ptr;
   a.sel = sel.ptr, a.cnt = cnt.ptr, a.sink = sink.ptr;
   a.capacity = cap, a.H = H, a.D = D, a.W = W, a.ratio = ratio, a.topk = topk, a.csa = csa;
+  a.pages = dense_pages(cap);  // the slots one after another
   a.official = official;
   a.scale = 1.0f / std::sqrt(static_cast<float>(D));
   probs.allocate(e, static_cast<size_t>(n * H * (W + a.cslots())));
