@@ -132,6 +132,21 @@ class CudaBackend : public BenchBackend {
     return m_->synchronize();
   }
 
+  // Slots 0 … B−1, one prompt each, packed into launches of up to --chunk-tokens rows.
+  Status prefill_batch(std::span<const std::vector<int32_t>> prompts) override {
+    if (prompts.size() == 1) return prefill(prompts[0]);
+    filled_ = 0;
+    std::vector<int> seqs(prompts.size());
+    std::vector<std::span<const int32_t>> spans(prompts.size());
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      seqs[b] = static_cast<int>(b);
+      spans[b] = prompts[b];
+      m_->reset(static_cast<int>(b));
+    }
+    batch_logits_.resize(prompts.size() * logits_.size());
+    return m_->prefill_batch(seqs, spans, batch_logits_.data());
+  }
+
   // One prefill of the prompt into slot 0, then device-side slot copies: every decode slot
   // starts from the same fresh context (earlier batch sizes' steps advanced slot 0).
   Status fill(int batch, std::span<const int32_t> prompt) override {
@@ -174,7 +189,7 @@ class CudaBackend : public BenchBackend {
 
  private:
   std::unique_ptr<cuda::CudaModel> m_;
-  std::vector<float> logits_;
+  std::vector<float> logits_, batch_logits_;
   std::vector<int> seqs_;
   int filled_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "cli/bench_cost.h"
 #include "common/result.h"
@@ -15,10 +16,10 @@
 namespace deepinfer::cli {
 
 struct BenchBackendOptions {
-  int threads = 1;             // CPU threads
-  int max_batch = 1;           // the largest decode batch (sequence slots)
-  int64_t max_context = 0;     // the longest sequence any phase builds
-  int64_t chunk_tokens = 512;  // CUDA: rows per prefill launch
+  int threads = 1;              // CPU threads
+  int max_batch = 1;            // the largest decode batch (sequence slots)
+  int64_t max_context = 0;      // the longest sequence any phase builds
+  int64_t chunk_tokens = 8192;  // CUDA: rows per prefill launch
 };
 
 class BenchBackend {
@@ -30,6 +31,14 @@ class BenchBackend {
 
   // One fresh sequence of ids from position 0; logits of the last row only.
   virtual Status prefill(std::span<const int32_t> ids) = 0;
+  // Fresh sequences, one per prompt, prefilled together where the backend can (the CUDA model
+  // packs them into shared launches); by default one prefill() after the other.
+  virtual Status prefill_batch(std::span<const std::vector<int32_t>> prompts) {
+    for (const auto& p : prompts) {
+      if (Status s = prefill(p); !s) return s;
+    }
+    return Status::Ok();
+  }
   // Slots 0 … batch−1 hold `prompt` afterwards (the cache the decode steps read): one prefill,
   // the other slots copied.
   virtual Status fill(int batch, std::span<const int32_t> prompt) = 0;

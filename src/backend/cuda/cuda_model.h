@@ -113,6 +113,12 @@ class CudaModel {
   Status prefill(int seq, std::span<const int32_t> ids, std::span<const int64_t> logit_rows,
                  float* logits);
 
+  // Prefills prompts[i] into distinct slots seqs[i] (each from its position), packing pieces of
+  // several prompts into launches of up to max_chunk_tokens rows. logits (host, may be null) gets
+  // each prompt's last row at [i · vocab …).
+  Status prefill_batch(std::span<const int> seqs, std::span<const std::span<const int32_t>> prompts,
+                       float* logits);
+
   // One decode step for B distinct slots: ids[b] at position(seqs[b]). logits (host, [B, vocab])
   // and/or argmax (host, [B]) may be null; with both null nothing is copied back and the step
   // runs asynchronously (call synchronize() to wait, e.g. around a timing loop). With B specs and

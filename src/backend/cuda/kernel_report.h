@@ -34,6 +34,10 @@ std::vector<KernelCheck> expert_kernel_report();
 // (≤ 1e-4 relative to the largest output) and official (≤ 1e-2: bf16 outputs).
 std::vector<KernelCheck> attention_tc_kernel_report();
 
+// Prefill products against the reference body of linear() at 512 rows: wo_a's FP8 WMMA tiles
+// (≤ 1e-2: bf16 outputs) and the short-output fp32 kernel of the mHC mixes (≤ 1e-5).
+std::vector<KernelCheck> prefill_kernel_report();
+
 // Which matrix kernels the forward uses: decode GEMV version (0: per format, the default; 1: a
 // warp per column; 2: four columns per warp, 16-byte loads) and the tensor-core tiles for official
 // FP8/FP4 products.

@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemm_lt.cuh"
+#include "backend/cuda/gemm_short.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/ops.cuh"
 
@@ -62,6 +63,11 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
     fp8_quant_rows(e, xq, n, in, 128);
     x = xq;
     ldx = in;
+  }
+  // Few fp32 outputs over long rows (the mHC mixes): blocks of 16 rows, not one tile column.
+  if (big && !invariant && short_out_supported(w)) {
+    gemm_short_out(e, x, ldx, n, w, y, ldy);
+    return;
   }
   // The WMMA tiles are exact for quantized weights on bf16-exact inputs; past the GEMV passes they
   // take what cuBLASLt does not (inputs rounded to bf16 by the caller, FP4 weights).

@@ -1,0 +1,123 @@
+// Device check of two prefill products against the reference body of linear() (one thread per
+// output): the WMMA tiles' FP8 vector loads on wo_a's shape (a 1,024-row view into an FP8
+// matrix, bf16-exact inputs, bf16 outputs) and the short-output fp32 kernel on the mHC mix's
+// shape (24 × 16,384), both at 512 rows; with their times.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "backend/cuda/gemm_short.cuh"
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_matrix.cuh"
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+template <class F>
+double time_ms(Exec& e, int iters, F f) {
+  cudaEvent_t t0, t1;
+  cudaEventCreate(&t0);
+  cudaEventCreate(&t1);
+  f();
+  cudaEventRecord(t0, e.stream);
+  for (int i = 0; i < iters; ++i) f();
+  cudaEventRecord(t1, e.stream);
+  cudaEventSynchronize(t1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, t0, t1);
+  cudaEventDestroy(t0);
+  cudaEventDestroy(t1);
+  return ms / iters;
+}
+
+// run(): the kernel under test into y; the reference body of linear() into y first.
+template <class Run>
+KernelCheck compare(Exec& e, const std::string& what, const float* x, int64_t n, const DevWeight& w,
+                    bool official, DeviceArray<float>& y, DeviceArray<float>& xq, double tolerance,
+                    double flops, Run run) {
+  const bool fast0 = fast_kernels();
+  set_fast_kernels(false);
+  e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
+  linear(e, x, w.in, n, w, y.ptr, w.out, official, xq.ptr);
+  std::vector<float> ref(y.count), got(y.count);
+  e.to_host(ref.data(), y.ptr, y.bytes());
+  set_fast_kernels(fast0);
+  e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
+  run();
+  e.to_host(got.data(), y.ptr, y.bytes());
+  const double ms = time_ms(e, 10, run);
+  double mag = 0, diff = 0;
+  int64_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(ref[i]) || !std::isfinite(got[i])) {
+      ++bad;
+      continue;
+    }
+    mag = std::max(mag, static_cast<double>(std::fabs(ref[i])));
+    diff = std::max(diff, static_cast<double>(std::fabs(ref[i] - got[i])));
+  }
+  KernelCheck kc;
+  kc.tolerance = tolerance;
+  kc.rel_error = bad > 0 || mag == 0 || !e.sync().ok() ? 1.0 : diff / mag;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-44s %8.4f ms  %6.1f TFLOP/s  rel.err %.2e (tol %.0e)%s",
+                what.c_str(), ms, flops / ms * 1e-9, kc.rel_error, tolerance,
+                bad ? " (non-finite values)" : "");
+  kc.line = line;
+  return kc;
+}
+
+}  // namespace
+
+std::vector<KernelCheck> prefill_kernel_report() {
+  std::vector<KernelCheck> out;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(31);
+  constexpr int64_t n = 512;
+  {  // wo_a: group 1 of an FP8 [2048, 4096] matrix, inputs bf16-exact, outputs bf16
+    Matrix m = random_matrix(e, DevFormat::FP8, 2048, 4096, rng);
+    DevWeight w = m.w.rows(1024, 1024);
+    w.quantize_input = false;
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::vector<float> hx(static_cast<size_t>(n * w.in));
+    for (auto& v : hx) v = bf16r(g(rng));
+    DeviceArray<float> x, y, xq;
+    x.upload(e, hx);
+    y.allocate(e, static_cast<size_t>(n * w.out));
+    xq.allocate(e, hx.size());
+    out.push_back(compare(e, "wo_a FP8 1024x4096 (row view), 512 rows, WMMA", x.ptr, n, w, true, y,
+                          xq, 1e-2, 2.0 * n * w.out * w.in,
+                          [&] { gemm_tc(e, x.ptr, w.in, n, w, y.ptr, w.out, true); }));
+  }
+  {  // the mHC mix: fp32 [24, 16384]
+    Matrix m = random_matrix(e, DevFormat::F32, 24, 16384, rng);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::vector<float> hx(static_cast<size_t>(n * m.w.in));
+    for (auto& v : hx) v = g(rng);
+    DeviceArray<float> x, y, xq;
+    x.upload(e, hx);
+    y.allocate(e, static_cast<size_t>(n * m.w.out));
+    xq.allocate(e, hx.size());
+    out.push_back(compare(e, "mHC mix f32 24x16384, 512 rows, short-output", x.ptr, n, m.w, true, y,
+                          xq, 1e-5, 2.0 * n * m.w.out * m.w.in,
+                          [&] { gemm_short_out(e, x.ptr, m.w.in, n, m.w, y.ptr, m.w.out); }));
+  }
+  if (e.error != cudaSuccess) {
+    KernelCheck kc;
+    kc.line =
+        std::string("CUDA error in the prefill product checks: ") + cudaGetErrorString(e.error);
+    kc.rel_error = 1;
+    out.push_back(kc);
+  }
+  cudaStreamDestroy(e.stream);
+  return out;
+}
+
+}  // namespace deepinfer::cuda
