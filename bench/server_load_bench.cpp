@@ -347,20 +347,39 @@ deepinfer::server::HttpServerOptions server_options(int io_threads) {
 
 // The server's own delay per streamed token, as the transport reports it (engine event → bytes
 // taken by the socket, with its parts): preallocated slots filled from the I/O threads without
-// a lock.
+// a lock; each thread claims a run of slots at a time, so that the threads' reports, which come
+// in the same burst every engine step, do not all bump one shared counter.
 struct TokenDelays {
+  static constexpr size_t kRun = 64;
   std::vector<deepinfer::server::TokenDelay> slots;
   std::atomic<size_t> used{0};
-  explicit TokenDelays(size_t capacity) : slots(capacity) {}
+  const uint64_t id = next_id()++;  // a claim is this instance's, not one's at the same address
+  explicit TokenDelays(size_t capacity) : slots(capacity + 64 * kRun) {}
+  static std::atomic<uint64_t>& next_id() {
+    static std::atomic<uint64_t> n{1};
+    return n;
+  }
   void add(const deepinfer::server::TokenDelay& d) {
-    const size_t i = used.fetch_add(1);
+    struct Claim {
+      uint64_t owner = 0;
+      size_t next = 0, end = 0;
+    };
+    thread_local Claim claim;
+    if (claim.owner != id || claim.next == claim.end) {
+      claim.owner = id;
+      claim.next = used.fetch_add(kRun);
+      claim.end = claim.next + kRun;
+    }
+    const size_t i = claim.next++;
     if (i < slots.size()) slots[i] = d;
   }
-  // Writes of one phase (0 = the stream's first token, 1 = later ones, 2 = all).
+  // Writes of one phase (0 = the stream's first token, 1 = later ones, 2 = all); unfilled slots
+  // of the claimed runs have no tokens.
   std::vector<deepinfer::server::TokenDelay> phase(int which) const {
     std::vector<deepinfer::server::TokenDelay> v;
     for (size_t i = 0; i < std::min(used.load(), slots.size()); ++i)
-      if (which == 2 || slots[i].first == (which == 0)) v.push_back(slots[i]);
+      if (slots[i].tokens > 0 && (which == 2 || slots[i].first == (which == 0)))
+        v.push_back(slots[i]);
     return v;
   }
 };

@@ -12,19 +12,10 @@
 
 namespace {
 
-std::string source_dir() {
-  std::string file = __FILE__;  // <source>/fuzz/server_request_fuzz.cpp
-  for (int i = 0; i < 2; ++i) {
-    const size_t slash = file.find_last_of('/');
-    file = slash == std::string::npos ? "." : file.substr(0, slash);
-  }
-  return file;
-}
-
 deepinfer::server::testing::ServiceHarness& harness() {
   static auto* h = [] {
     deepinfer::server::testing::HarnessOptions o;
-    o.source_dir = source_dir();
+    o.source_dir = DEEPINFER_SOURCE_DIR;  // the fixtures and tokenizer of this checkout
     o.max_model_len = 256;
     o.max_concurrent = 8;
     return new deepinfer::server::testing::ServiceHarness(o);

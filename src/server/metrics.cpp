@@ -37,16 +37,30 @@ std::vector<double> token_delay_buckets() {
 
 }  // namespace
 
-Histogram::Histogram(std::vector<double> upper_bounds)
-    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+size_t metric_shard() {
+  static std::atomic<size_t> next{0};
+  thread_local const size_t shard = next.fetch_add(1, std::memory_order_relaxed) % kMetricShards;
+  return shard;
+}
+
+uint64_t ShardedCounter::value() const {
+  uint64_t total = 0;
+  for (const Cell& c : cells_) total += c.value.load(std::memory_order_relaxed);
+  return total;
+}
+
+Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper_bounds)) {
+  if (bounds_.size() > kMaxBounds) bounds_.resize(kMaxBounds);  // the bucket lists are ours
+}
 
 void Histogram::observe(double value, uint64_t times) {
   size_t i = 0;
   while (i < bounds_.size() && value > bounds_[i]) ++i;
-  std::lock_guard lock(mu_);
-  counts_[i] += times;
-  sum_ += value * static_cast<double>(times);
-  count_ += times;
+  Shard& shard = shards_[metric_shard()];
+  std::lock_guard lock(shard.mu);
+  shard.counts[i] += times;
+  shard.sum += value * static_cast<double>(times);
+  shard.count += times;
 }
 
 void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
@@ -56,12 +70,20 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 
 void Histogram::render_series(std::string& out, const std::string& name,
                               const std::string& labels) const {
-  std::lock_guard lock(mu_);
+  std::array<uint64_t, kMaxBounds + 1> counts{};
+  double sum = 0;
+  uint64_t count = 0;
+  for (const Shard& shard : shards_) {  // each shard read whole, so its buckets sum to its count
+    std::lock_guard lock(shard.mu);
+    for (size_t i = 0; i <= bounds_.size(); ++i) counts[i] += shard.counts[i];
+    sum += shard.sum;
+    count += shard.count;
+  }
   const std::string first = labels.empty() ? "" : labels + ",";
   const std::string only = labels.empty() ? "" : "{" + labels + "}";
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
-    cumulative += counts_[i];
+    cumulative += counts[i];
     out += name + "_bucket{" + first + "le=\"";
     if (i == bounds_.size())
       out += "+Inf";
@@ -70,8 +92,8 @@ void Histogram::render_series(std::string& out, const std::string& name,
     out += "\"} " + std::to_string(cumulative) + "\n";
   }
   out += name + "_sum" + only + " ";
-  append_number(out, sum_);
-  out += "\n" + name + "_count" + only + " " + std::to_string(count_) + "\n";
+  append_number(out, sum);
+  out += "\n" + name + "_count" + only + " " + std::to_string(count) + "\n";
 }
 
 Metrics::Metrics()
@@ -98,9 +120,9 @@ std::string Metrics::render() const {
   counter(out, "deepinfer_requests_rejected_total", "Requests rejected (429/503).",
           double(requests_rejected), "counter");
   counter(out, "deepinfer_prompt_tokens_total", "Prompt tokens processed.",
-          double(prompt_tokens_total), "counter");
+          double(prompt_tokens_total.value()), "counter");
   counter(out, "deepinfer_generation_tokens_total", "Tokens generated.",
-          double(completion_tokens_total), "counter");
+          double(completion_tokens_total.value()), "counter");
   counter(out, "deepinfer_requests_running", "Requests being generated.", double(requests_running),
           "gauge");
   ttft_seconds.render(out, "deepinfer_time_to_first_token_seconds", "Time to first token.");

@@ -16,6 +16,12 @@
 
 namespace deepinfer::server {
 
+// Observed from every I/O thread in the same burst (a token per stream per engine step), so the
+// counts live in per-thread shards, each on its own cache line under its own lock: the threads do
+// not queue on one lock. A scrape sums the shards.
+inline constexpr size_t kMetricShards = 16;
+size_t metric_shard();  // this thread's shard, assigned round-robin on first use
+
 class Histogram {
  public:
   explicit Histogram(std::vector<double> upper_bounds);
@@ -25,12 +31,34 @@ class Histogram {
   // labels = "phase=\"first\"".
   void render_series(std::string& out, const std::string& name, const std::string& labels) const;
 
+  static constexpr size_t kMaxBounds = 23;
+
  private:
+  struct alignas(64) Shard {
+    mutable std::mutex mu;
+    std::array<uint64_t, kMaxBounds + 1> counts{};  // per bucket (non-cumulative); last = +Inf
+    double sum = 0;
+    uint64_t count = 0;
+  };
   std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;  // per bucket (non-cumulative); last = +Inf
-  double sum_ = 0;
-  uint64_t count_ = 0;
+  std::array<Shard, kMetricShards> shards_;
+};
+
+// A counter bumped per streamed token from every I/O thread: per-thread shards as above.
+class ShardedCounter {
+ public:
+  ShardedCounter& operator+=(uint64_t n) {
+    cells_[metric_shard()].value.fetch_add(n, std::memory_order_relaxed);
+    return *this;
+  }
+  ShardedCounter& operator++() { return *this += 1; }
+  uint64_t value() const;
+
+ private:
+  struct alignas(64) Cell {
+    std::atomic<uint64_t> value{0};
+  };
+  std::array<Cell, kMetricShards> cells_;
 };
 
 struct Gauge {
@@ -45,8 +73,8 @@ class Metrics {
   std::atomic<uint64_t> requests_total{0};
   std::atomic<uint64_t> requests_failed{0};
   std::atomic<uint64_t> requests_rejected{0};  // 429 / 503
-  std::atomic<uint64_t> prompt_tokens_total{0};
-  std::atomic<uint64_t> completion_tokens_total{0};
+  ShardedCounter prompt_tokens_total;
+  ShardedCounter completion_tokens_total;
   std::atomic<int64_t> requests_running{0};
   Histogram ttft_seconds;
   Histogram tpot_seconds;
