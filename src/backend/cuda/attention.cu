@@ -206,9 +206,16 @@ void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, fl
     attention_tc_run(e, rows, args, probs, o);
     return;
   }
-  if (!e.emulate && fast_kernels() && fast_ops() && attention_fast_supported(args)) {
-    attention_fast(e, rows, args, o);
-    return;
+  if (!e.emulate && fast_kernels() && fast_ops()) {
+    const SplitKvPlan split = split_kv_plan(rows, args);
+    if (split.chunks > 0) {
+      attention_split(e, rows, args, split, probs, o);
+      return;
+    }
+    if (attention_fast_supported(args)) {
+      attention_fast(e, rows, args, o);
+      return;
+    }
   }
   const AttnArgs a = args;
   const Rows rw = rows;

@@ -72,6 +72,7 @@ struct AttnArgs {
   bool csa = false, official = false;
   float scale = 1.0f;
   EntryPages pages;
+  int64_t scratch = 0;  // floats in attention()'s probs (0: n · H · (W + cslots()))
   // compressed key slots per row: 0, topk (CSA) or capacity (HCA)
   int cslots() const { return ratio == 0 ? 0 : (csa ? topk : static_cast<int>(capacity)); }
 };

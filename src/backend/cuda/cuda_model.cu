@@ -322,11 +322,14 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   f(z, N * G * olr);
   f(ca, N * max_width);
   f(cg, N * max_width);
+  f(ica, N * max_width);  // the index compressor's, beside the main one's (one launch of both)
+  f(icg, N * max_width);
   f(iq, N * ih * ihd);
   f(iw, N * ih);
   f(iscore, N * max_icap);
   f(probs, N * H * (W + max_cap));
   f(xq, N * max_in);
+  f(xnq, N * d);
   f(Xr, N * hc * d);
   f(hh, N * d);
   f(lg, N * c.vocab_size);

@@ -100,12 +100,15 @@ struct CudaModel::Impl {
 
   // scratch (N rows = max(max_chunk_tokens, max_sequences))
   int64_t N = 0;
-  DeviceArray<float> X, X2, u, xn, y, pre, post, comb, mix, qa, qr, q, kv, o, z, ca, cg, iq, iw,
-      iscore, probs, xq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout, rss;
+  DeviceArray<float> X, X2, u, xn, y, pre, post, comb, mix, qa, qr, q, kv, o, z, ca, cg, ica, icg,
+      iq, iw, iscore, probs, xq, xnq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout, rss;
   DeviceArray<int32_t> sel, cnt, idx, meta, sampled;
   DeviceArray<SampleSpec> sample_specs;  // decode rows' device sampling (sampling.h)
   ExpertPlanBuffers expert_plan;         // the routed slots by expert (grouped expert kernels)
   std::vector<int32_t> host_meta;
+  // xnq holds xn FP8-quantized once for all of its products (official numerics, GEMV-sized
+  // launches); xn_q points at it then, else null.
+  const float* xn_q = nullptr;
   // per launch: closed-entry lists per ratio (offsets into meta: seq list, then j list, and the
   // count at ent_count + ri), the upper bound of entries, the logit-row and argmax offsets
   std::vector<int64_t> ent_off;

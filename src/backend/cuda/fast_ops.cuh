@@ -19,6 +19,21 @@ bool fast_ops();
 // tiled one) and P·V from shared memory. Needs the slot list to fit shared memory, D ≤ 1024.
 bool attention_fast_supported(const AttnArgs& a);
 void attention_fast(Exec& e, const Rows& rows, const AttnArgs& a, float* o);
+// attention() split along the slots (attention_split.cu): chunks of `chunk` slots (a multiple of
+// the official 64-slot tile), a block per (row, head, chunk), then a merge; chunks = 0: not taken
+// (the one-block kernel fits and, exact, the batch fills the GPU or, official, always; the
+// batch-invariant mode; too little scratch). Exact: within fp32 rounding of the reference;
+// official: the reference's bf16 weights, their P·V summed by chunks. DEEPINFER_CUDA_SPLIT_KV=0
+// never splits, =1 splits wherever it can; set_split_kv_mode(-1 auto, 0, 1) does the same from
+// code.
+struct SplitKvPlan {
+  int chunks = 0, chunk = 0, S = 0;
+};
+SplitKvPlan split_kv_plan(const Rows& rows, const AttnArgs& a);
+void attention_split(Exec& e, const Rows& rows, const AttnArgs& a, const SplitKvPlan& p,
+                     float* scratch, float* o);
+void set_split_kv_mode(int mode);
+int split_kv_mode();
 
 // indexer_topk(): scores by blocks of 32 entries (the per-head dot products in parallel, each
 // score's sum over heads in the reference order), then the top-k by topk_select (or, for

@@ -3,10 +3,33 @@
 // model.cpp / block.cpp / attention.cpp / moe.cpp step for step.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "backend/cuda/device_model.cuh"
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/gemv_group.cuh"
 
 namespace deepinfer::cuda {
+namespace {
+
+// wo_a's G products in one launch: off unless DEEPINFER_CUDA_GROUP_WO_A=1 (the one device run that
+// had it on was no faster end to end, with another change beside it; not measured alone).
+bool group_wo_a() {
+  static const bool on = [] {
+    const char* env = std::getenv("DEEPINFER_CUDA_GROUP_WO_A");
+    return env && std::strcmp(env, "1") == 0;
+  }();
+  return on;
+}
+
+struct XnProduct {
+  const DevWeight* w;
+  float* y;
+  int64_t ldy;
+};
+
+}  // namespace
 
 Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32_t> logit_rows,
                             float* logits, int32_t* argmax, std::span<const SampleSpec> specs,
@@ -142,9 +165,7 @@ void CudaModel::Impl::compute(const Rows& rows, const Segments& segs, int64_t nl
               hc_head_w.base,
               hc_head_w.scale};
   hc_head(exec, hp, Xr.ptr, mix.ptr, nl, pre.ptr, hh.ptr, rss.ptr);
-  if (official) round_bf16(exec, hh.ptr, nl * d);
-  rms_norm(exec, hh.ptr, nl, d, norm, static_cast<float>(c.rms_eps), hh.ptr);
-  if (official) round_bf16(exec, hh.ptr, nl * d);
+  rms_norm(exec, hh.ptr, nl, d, norm, static_cast<float>(c.rms_eps), hh.ptr, official, official);
   linear(exec, hh.ptr, d, nl, head, lg.ptr, V, official, xq.ptr);
   argmax_rows(exec, lg.ptr, nl, V, meta.ptr + o_amax);
 }
@@ -161,18 +182,23 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
                 H.scale};
     linear(exec, X.ptr, hc * d, n, H.fn, mix.ptr, mixw, official, xq.ptr);
     hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr);
-    if (official) round_bf16(exec, u.ptr, n * d);
-    rms_norm(exec, u.ptr, n, d, half == 0 ? B.attn_norm : B.ffn_norm, eps, xn.ptr);
-    if (official) round_bf16(exec, xn.ptr, n * d);
+    // u and xn bf16-rounded (official) inside the norm's launch; xn quantized once for its
+    // products where they are GEMV passes (the cuBLASLt ones take xn as it is).
+    rms_norm(exec, u.ptr, n, d, half == 0 ? B.attn_norm : B.ffn_norm, eps, xn.ptr, official,
+             official);
+    xn_q = nullptr;
+    if (official && !exec.emulate && fast_kernels() && n <= gemv_max_rows() && !batch_invariant()) {
+      fp8_quant_rows_from(exec, xn.ptr, d, n, d, 128, xnq.ptr);
+      xn_q = xnq.ptr;
+    }
     if (half == 0) {
       attention_sublayer(layer, rows, segs, entries);
       if (official) round_bf16(exec, y.ptr, n * d);
     } else {
       moe_sublayer(layer, rows);
     }
-    hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr);
+    hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr, official);
     std::swap(X.ptr, X2.ptr);
-    if (official) round_bf16(exec, X.ptr, n * hc * d);
   }
 }
 
@@ -188,44 +214,71 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   const float eps = static_cast<float>(c.rms_eps);
   const float* inv = ratio == 0 ? main_inv : comp_inv;
   const float af = ratio == 0 ? main_af : comp_af;
+  const bool csa = B.has_indexer;
+  const int ihd = c.index_head_dim, ih = c.index_n_heads;
 
-  linear(exec, xn.ptr, d, n, B.wq_a, qa.ptr, qlr, official, xq.ptr);
-  rms_norm(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr);
-  if (official) round_bf16(exec, qr.ptr, n * qlr);
+  // The products of xn first: those on the split-row GEMV (few output columns) in one launch,
+  // the others a linear() each.
+  XnProduct ps[7];
+  int np = 0;
+  ps[np++] = {&B.wq_a, qa.ptr, qlr};
+  ps[np++] = {&B.wkv, kv.ptr, D};
+  if (B.has_compressor) {
+    ps[np++] = {&B.compressor.wkv, ca.ptr, L.comp.width};
+    ps[np++] = {&B.compressor.wgate, cg.ptr, L.comp.width};
+  }
+  if (B.has_compressor && csa) {
+    ps[np++] = {&B.index_compressor.wkv, ica.ptr, L.icomp.width};
+    ps[np++] = {&B.index_compressor.wgate, icg.ptr, L.icomp.width};
+  }
+  if (csa) ps[np++] = {&B.index_weights_proj, iw.ptr, ih};
+  GemvJob jobs[kMaxGemvJobs];
+  int count = 0;
+  const float* group_x = nullptr;
+  const bool may_group = !exec.emulate && fast_kernels() && !batch_invariant();
+  for (int i = 0; i < np; ++i) {
+    const XnProduct& p = ps[i];
+    const bool quant = official && p.w->quantized();
+    const float* x = quant && p.w->quantize_input ? xn_q : xn.ptr;
+    if (may_group && x && count < kMaxGemvJobs && (count == 0 || x == group_x) &&
+        gemv_split_row(*p.w, n, x, d)) {
+      jobs[count++] = {p.w, nullptr, p.y, p.ldy, quant};
+      group_x = x;
+    } else {
+      linear(exec, xn.ptr, d, n, *p.w, p.y, p.ldy, official, xq.ptr, xn_q);
+    }
+  }
+  if (count > 0) gemv_split_row_group(exec, group_x, d, n, jobs, count);
+
+  rms_norm(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, official);
   linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr);
   if (official) {
     q_head_norm_official(exec, q.ptr, n * H, D, eps);
   } else {
     rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
   }
-  linear(exec, xn.ptr, d, n, B.wkv, kv.ptr, D, official, xq.ptr);
-  rms_norm(exec, kv.ptr, n, D, B.kv_norm, eps, kv.ptr);
-  if (official) round_bf16(exec, kv.ptr, n * D);
+  rms_norm(exec, kv.ptr, n, D, B.kv_norm, eps, kv.ptr, false, official);
   rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
   rope(exec, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
   if (official) kv_rows_official(exec, kv.ptr, n, D, R);
 
-  const bool csa = B.has_indexer;
-  const int ihd = c.index_head_dim, ih = c.index_n_heads;
   const int ipairs = std::min(R, std::max(ihd, 0)) / 2;
   if (B.has_compressor) {
     const size_t ri =
         static_cast<size_t>(std::find(ratios.begin(), ratios.end(), ratio) - ratios.begin());
     const int32_t* ent_seq = entries + ent_off[ri];
     const int32_t* ent_j = ent_seq + (N + opt.max_sequences);
-    auto compress = [&](const DevCompressor& w, const CompressorBuffers& cb, int rp, bool keys) {
-      linear(exec, xn.ptr, d, n, w.wkv, ca.ptr, cb.width, official, xq.ptr);
-      linear(exec, xn.ptr, d, n, w.wgate, cg.ptr, cb.width, official, xq.ptr);
-      compressor_push(exec, segs, ca.ptr, cg.ptr, w.ape, cb);
+    auto compress = [&](const DevCompressor& w, const CompressorBuffers& cb, const float* a,
+                        const float* g, int rp, bool keys) {
+      compressor_push(exec, segs, a, g, w.ape, cb);
       compressor_finish(exec, cb, ent_seq, ent_j, entries + ent_count + ri, ent_max, w.norm, eps,
                         comp_inv, comp_af, rp, keys, official);
     };
-    compress(B.compressor, L.comp, pairs, false);
-    if (csa) compress(B.index_compressor, L.icomp, ipairs, true);
+    compress(B.compressor, L.comp, ca.ptr, cg.ptr, pairs, false);
+    if (csa) compress(B.index_compressor, L.icomp, ica.ptr, icg.ptr, ipairs, true);
   }
   if (csa) {
     linear(exec, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr);
-    linear(exec, xn.ptr, d, n, B.index_weights_proj, iw.ptr, ih, official, xq.ptr);
     rope(exec, iq.ptr, n, ih, ihd, ipairs, comp_inv, comp_af, rows.pos, false);
     if (official) indexer_rows_official(exec, iq.ptr, n * ih, ihd);
     const float wscale = official ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
@@ -255,14 +308,29 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   aa.csa = csa;
   aa.official = official;
   aa.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  aa.scratch = static_cast<int64_t>(probs.count);
   attention(exec, rows, aa, probs.ptr, o.ptr);
   rope(exec, o.ptr, n, H, D, pairs, inv, af, rows.pos, true);
   if (official) round_bf16(exec, o.ptr, n * H * D);
   const int G = c.o_groups, olr = c.o_lora_rank;
   const int64_t gw = int64_t{H} * D / G;
-  for (int g = 0; g < G; ++g) {
-    linear(exec, o.ptr + g * gw, int64_t{H} * D, n, B.wo_a.rows(int64_t{g} * olr, olr),
-           z.ptr + int64_t{g} * olr, int64_t{G} * olr, official, xq.ptr);
+  // The grouped wo_a (DEEPINFER_CUDA_GROUP_WO_A=1): its G split-row products in one launch.
+  DevWeight wg[kMaxGemvJobs];
+  bool group = may_group && group_wo_a() && G <= kMaxGemvJobs;
+  for (int g = 0; group && g < G; ++g) {
+    wg[g] = B.wo_a.rows(int64_t{g} * olr, olr);
+    const float* xg = o.ptr + g * gw;
+    const bool quant = official && wg[g].quantized();
+    group = !(quant && wg[g].quantize_input) && gemv_split_row(wg[g], n, xg, int64_t{H} * D);
+    jobs[g] = {&wg[g], xg, z.ptr + int64_t{g} * olr, int64_t{G} * olr, quant};
+  }
+  if (group) {
+    gemv_split_row_group(exec, o.ptr, int64_t{H} * D, n, jobs, G);
+  } else {
+    for (int g = 0; g < G; ++g) {
+      linear(exec, o.ptr + g * gw, int64_t{H} * D, n, B.wo_a.rows(int64_t{g} * olr, olr),
+             z.ptr + int64_t{g} * olr, int64_t{G} * olr, official, xq.ptr);
+    }
   }
   if (official) round_bf16(exec, z.ptr, n * G * olr);
   linear(exec, z.ptr, int64_t{G} * olr, n, B.wo_b, y.ptr, d, official, xq.ptr);
@@ -276,7 +344,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   const int E = c.n_routed_experts, K = c.experts_per_token;
   const int64_t inter = c.moe_intermediate, inter_sh = B.ffn.w1.out;
   const float limit = static_cast<float>(c.swiglu_limit);
-  linear(exec, xn.ptr, d, n, B.gate, mlog.ptr, E, official, xq.ptr);
+  linear(exec, xn.ptr, d, n, B.gate, mlog.ptr, E, official, xq.ptr, xn_q);
   RouteArgs ra;
   ra.E = E;
   ra.K = K;
@@ -289,8 +357,8 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   ra.routed_scale = static_cast<float>(c.routed_scaling);
   moe_route(exec, ra, rows.ids, n, mlog.ptr, idx.ptr, wts.ptr);
   // Shared expert over all rows.
-  linear(exec, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, xq.ptr);
-  linear(exec, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, xq.ptr);
+  linear(exec, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, xq.ptr, xn_q);
+  linear(exec, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, xq.ptr, xn_q);
   swiglu(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, nullptr, official);
   linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr);
   // Routed experts, one slot per (row, k): grouped by expert on the device (each expert's
@@ -303,7 +371,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   re.quantized = B.ffn.routed_quantized;
   if (!exec.emulate && routed_grouped_supported(re, d, inter)) {
     routed_grouped(exec, expert_plan.plan(), re, xn.ptr, n, E, K, d, inter, limit, wts.ptr,
-                   official, rh1.ptr, rh3.ptr, rout.ptr, xq.ptr, idx.ptr);
+                   official, rh1.ptr, rh3.ptr, rout.ptr, xq.ptr, idx.ptr, xn_q);
     moe_combine(exec, rout.ptr, wts.ptr, n, K, d, official, official, y.ptr);
     return;
   }

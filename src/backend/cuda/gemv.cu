@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/gemv_group.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -351,12 +352,11 @@ __global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict_
 // Few output columns, long rows (the mHC mixes, the router, the compressor and indexer heads): a
 // block of 256 threads per column splits the row, so the launch still fills the GPU.
 template <int R>
-__global__ void __launch_bounds__(256)
-    gemv_splitk_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
-                       float* __restrict__ y, int64_t ldy, bool round_out) {
+__device__ __forceinline__ void splitk_column(const float* __restrict__ x, int64_t ldx, int n,
+                                              const DevWeight& w, int64_t o, float* __restrict__ y,
+                                              int64_t ldy, bool round_out) {
   constexpr int kWarps = 256 / 32;
   __shared__ float part[R][kWarps];
-  const int64_t o = blockIdx.x;
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
@@ -388,6 +388,33 @@ __global__ void __launch_bounds__(256)
     for (int i = 0; i < kWarps; ++i) v += part[threadIdx.x][i];
     y[threadIdx.x * ldy + o] = round_out ? bf16r(v) : v;
   }
+}
+
+template <int R>
+__global__ void __launch_bounds__(256)
+    gemv_splitk_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
+                       float* __restrict__ y, int64_t ldy, bool round_out) {
+  splitk_column<R>(x, ldx, n, w, blockIdx.x, y, ldy, round_out);
+}
+
+// The products of a group, their columns end to end over the grid (first[j]: job j's first block).
+struct SplitRowGroup {
+  DevWeight w[kMaxGemvJobs];
+  const float* x[kMaxGemvJobs];
+  float* y[kMaxGemvJobs];
+  int64_t ldy[kMaxGemvJobs];
+  int first[kMaxGemvJobs + 1];
+  bool round_out[kMaxGemvJobs];
+  int count;
+};
+
+template <int R>
+__global__ void __launch_bounds__(256)
+    gemv_splitk_group_kernel(int64_t ldx, int n, const __grid_constant__ SplitRowGroup g) {
+  int j = 0;
+  while (j + 1 < g.count && static_cast<int>(blockIdx.x) >= g.first[j + 1]) ++j;
+  splitk_column<R>(g.x[j], ldx, n, g.w[j], blockIdx.x - g.first[j], g.y[j], g.ldy[j],
+                   g.round_out[j]);
 }
 
 template <DevFormat F>
@@ -571,6 +598,42 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
   // once (HBM-bound), which beats the 64-row tiles until the batch nears a full tile.
   for (int64_t r0 = 0; r0 < n; r0 += 8)
     gemv_rows(e, x + r0 * ldx, ldx, n - r0 < 8 ? n - r0 : 8, w, y + r0 * ldy, ldy, round_out);
+}
+
+bool gemv_split_row(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
+  const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && ldx % 4 == 0;
+  return g_fast && n >= 1 && n <= 8 && aligned && gemv_shape_ok(w) && w.out < kSplitKOut &&
+         w.in >= kSplitKIn;
+}
+
+void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const GemvJob* jobs,
+                          int count) {
+  SplitRowGroup g{};
+  g.count = count;
+  int blocks = 0;
+  for (int j = 0; j < count; ++j) {
+    g.w[j] = *jobs[j].w;
+    g.x[j] = jobs[j].x ? jobs[j].x : x;
+    g.y[j] = jobs[j].y;
+    g.ldy[j] = jobs[j].ldy;
+    g.round_out[j] = jobs[j].round_out;
+    g.first[j] = blocks;
+    blocks += static_cast<int>(jobs[j].w->out);
+  }
+  g.first[count] = blocks;
+  if (blocks == 0) return;
+  const int rows = static_cast<int>(n);
+  const unsigned b = static_cast<unsigned>(blocks);
+  if (n == 1) {
+    gemv_splitk_group_kernel<1><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+  } else if (n == 2) {
+    gemv_splitk_group_kernel<2><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+  } else if (n <= 4) {
+    gemv_splitk_group_kernel<4><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+  } else {
+    gemv_splitk_group_kernel<8><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+  }
+  e.note(cudaGetLastError());
 }
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in) {

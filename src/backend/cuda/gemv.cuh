@@ -48,12 +48,16 @@ namespace deepinfer::cuda {
 // Row reductions with a block of threads per row (device only; ops.cu falls back to its serial
 // bodies when emulated): RMSNorm, the sum of squares of mHC rows, argmax.
 void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
-                   float* y);
+                   float* y, bool round_in, bool round_out);
 // ss[r] = Σ x[r, :]² over `width` values.
 void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss);
 void argmax_fast(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out);
 // FP8 activation quantization in place (ops.cu fp8_quant_rows), a warp per block of `block`
 // values: the same per-element rounding, the block's amax by warp shuffles (max is exact).
 void fp8_quant_rows_fast(Exec& e, float* x, int64_t rows, int64_t dim, int block);
+// The same from src rows (stride ld) into dst rows (stride dim): the copy and the quantization in
+// one launch.
+void fp8_quant_rows_from_fast(Exec& e, const float* src, int64_t ld, int64_t rows, int64_t dim,
+                              int block, float* dst);
 
 }  // namespace deepinfer::cuda

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/gemm_lt.cuh"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/kernel_report.h"
 #include "backend/cuda/kernel_report_matrix.cuh"
 #include "backend/cuda/ops.cuh"
@@ -201,6 +202,75 @@ std::vector<KernelCheck> kernel_report() {
       out.push_back(kc);
     }
   }
+  {  // Split-row products of one input in one launch (gemv_group.cuh): the same bits as a
+     // gemv() each, and the time of the launch beside the separate ones.
+    std::vector<Matrix> ms;
+    for (const Shape& sh : {Shape{DevFormat::FP8, 1024, 4096}, Shape{DevFormat::FP8, 512, 4096},
+                            Shape{DevFormat::BF16, 256, 4096}, Shape{DevFormat::FP4, 512, 4096},
+                            Shape{DevFormat::F32, 64, 4096}})
+      ms.push_back(random_matrix(e, sh.f, sh.out, sh.in, rng));
+    int64_t total_out = 0;
+    for (const Matrix& m : ms) total_out += m.w.out;
+    for (int64_t n : {1, 3, 8}) {
+      std::vector<float> hx(static_cast<size_t>(n * 4096));
+      std::normal_distribution<float> g(0.0f, 1.0f);
+      for (auto& v : hx) v = g(rng);
+      DeviceArray<float> x, y_one, y_group;
+      x.upload(e, hx);
+      y_one.allocate(e, static_cast<size_t>(n * total_out));
+      y_group.allocate(e, static_cast<size_t>(n * total_out));
+      e.note(cudaMemsetAsync(y_group.ptr, 0xFF, y_group.bytes(), e.stream));
+      GemvJob jobs[kMaxGemvJobs];
+      int count = 0;
+      int64_t col = 0;
+      bool ok = true;
+      for (const Matrix& m : ms) {
+        ok = ok && gemv_split_row(m.w, n, x.ptr, 4096);
+        jobs[count++] = {&m.w, nullptr, y_group.ptr + col, total_out, m.w.quantized()};
+        col += m.w.out;
+      }
+      auto separate = [&] {
+        int64_t c0 = 0;
+        for (const Matrix& m : ms) {
+          gemv(e, x.ptr, 4096, n, m.w, y_one.ptr + c0, total_out, m.w.quantized());
+          c0 += m.w.out;
+        }
+      };
+      separate();
+      gemv_split_row_group(e, x.ptr, 4096, n, jobs, count);
+      std::vector<float> a(static_cast<size_t>(n * total_out)), b(a.size());
+      e.to_host(a.data(), y_one.ptr, a.size() * 4);
+      e.to_host(b.data(), y_group.ptr, b.size() * 4);
+      int64_t differ = -1;
+      if (e.sync().ok() && ok) {
+        differ = 0;
+        for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], 4) != 0;
+      }
+      auto time = [&](auto f) {
+        f();
+        cudaEventRecord(t0, e.stream);
+        for (int it = 0; it < 50; ++it) f();
+        cudaEventRecord(t1, e.stream);
+        cudaEventSynchronize(t1);
+        float t = 0;
+        cudaEventElapsedTime(&t, t0, t1);
+        return t / 50;
+      };
+      const float ms_one = time(separate);
+      const float ms_group = time([&] { gemv_split_row_group(e, x.ptr, 4096, n, jobs, count); });
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "split-row group of %d (%lld columns) n=%lld: one launch %.4f ms, %d launches "
+                    "%.4f ms, %lld of %zu values differ",
+                    count, static_cast<long long>(total_out), static_cast<long long>(n), ms_group,
+                    count, ms_one, static_cast<long long>(differ), a.size());
+      KernelCheck kc;
+      kc.line = line;
+      kc.rel_error = differ < 0 ? 1.0 : static_cast<double>(differ);
+      kc.tolerance = 0;
+      out.push_back(kc);
+    }
+  }
   {  // FP8 activation quantization: the warp-per-block kernel against the serial body, bitwise
     const int64_t rows = 16, dim = 7168 + 96;  // a short last block
     std::vector<float> hx(static_cast<size_t>(rows * dim));
@@ -210,24 +280,35 @@ std::vector<KernelCheck> kernel_report() {
       const float m = std::exp2(mag(rng));
       for (size_t j = i; j < std::min(hx.size(), i + 128); ++j) hx[j] = g(rng) * m;
     }
-    DeviceArray<float> a, b;
+    DeviceArray<float> a, b, c, wide;
     a.upload(e, hx);
     b.upload(e, hx);
+    // The same rows inside wider ones (stride dim + 64), quantized into a copy in one launch.
+    std::vector<float> hw(static_cast<size_t>(rows * (dim + 64)), 7.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(hx.begin() + r * dim, dim, hw.begin() + r * (dim + 64));
+    wide.upload(e, hw);
+    c.allocate(e, hx.size());
     set_fast_kernels(false);
     fp8_quant_rows(e, a.ptr, rows, dim, 128);
     set_fast_kernels(true);
     fp8_quant_rows(e, b.ptr, rows, dim, 128);
-    std::vector<float> ha(hx.size()), hb(hx.size());
+    fp8_quant_rows_from(e, wide.ptr, dim + 64, rows, dim, 128, c.ptr);
+    std::vector<float> ha(hx.size()), hb(hx.size()), hc(hx.size());
     e.to_host(ha.data(), a.ptr, ha.size() * 4);
     e.to_host(hb.data(), b.ptr, hb.size() * 4);
+    e.to_host(hc.data(), c.ptr, hc.size() * 4);
     int64_t differ = -1;
     if (e.sync().ok()) {
       differ = 0;
-      for (size_t i = 0; i < ha.size(); ++i) differ += std::memcmp(&ha[i], &hb[i], 4) != 0;
+      for (size_t i = 0; i < ha.size(); ++i)
+        differ += std::memcmp(&ha[i], &hb[i], 4) != 0 || std::memcmp(&ha[i], &hc[i], 4) != 0;
     }
     KernelCheck kc;
-    kc.line = "fp8 activation quantization, warp kernel vs serial body: " + std::to_string(differ) +
-              " of " + std::to_string(ha.size()) + " values differ";
+    kc.line =
+        "fp8 activation quantization, warp kernel (in place, and from strided rows) vs "
+        "serial body: " +
+        std::to_string(differ) + " of " + std::to_string(ha.size()) + " values differ";
     kc.rel_error = differ < 0 ? 1.0 : static_cast<double>(differ);
     kc.tolerance = 0;
     out.push_back(kc);

@@ -104,6 +104,48 @@ void check(Ctx& c, std::vector<KernelCheck>& out, const std::string& what, Run r
   out.push_back(kc);
 }
 
+// The split-KV attention (attention_split.cu, forced on) against the reference body, within
+// rounding: ‖split − reference‖∞ / ‖reference‖∞ ≤ tol, no NaN; its time beside the one-block
+// kernel's (where that fits) and the reference body's.
+template <class Run, class Out>
+void check_split(Ctx& c, std::vector<KernelCheck>& out, const std::string& what, double tol,
+                 bool one_block, Run run, Out outputs) {
+  set_fast_kernels(false);
+  run(true);
+  const auto ref = outputs();
+  set_fast_kernels(true);
+  set_split_kv_mode(1);
+  run(true);
+  const auto fast = outputs();
+  double worst = 0, top = 0;
+  int64_t differ = 0;
+  bool ok = c.e.sync().ok() && ref.size() == fast.size() && nans(ref) == 0 && nans(fast) == 0;
+  for (size_t i = 0; ok && i < ref.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(fast[i] - ref[i])));
+    top = std::max(top, static_cast<double>(std::fabs(ref[i])));
+    differ += fast[i] != ref[i];
+  }
+  const double rel = ok ? (top > 0 ? worst / top : worst) : 1.0;
+  const double ms_split = time_ms(c, 20, [&] { run(false); });
+  set_split_kv_mode(0);
+  const double ms_one = one_block ? time_ms(c, 20, [&] { run(false); }) : 0.0;
+  set_split_kv_mode(-1);
+  set_fast_kernels(false);
+  const double ms_ref = time_ms(c, 2, [&] { run(false); });
+  set_fast_kernels(true);
+  char line[360];
+  std::snprintf(
+      line, sizeof line,
+      "%-52s split %8.4f ms  one-block %8.4f ms  reference %8.4f ms  rel %.2g (bar %.0g), "
+      "%lld of %zu values differ",
+      what.c_str(), ms_split, ms_one, ms_ref, rel, tol, static_cast<long long>(differ), ref.size());
+  KernelCheck kc;
+  kc.line = line;
+  kc.rel_error = rel;
+  kc.tolerance = tol;
+  out.push_back(kc);
+}
+
 struct TestRows {
   std::vector<int32_t> seq, pos, start, pos0, len;
   DeviceArray<int32_t> d;
@@ -167,10 +209,13 @@ void random_selection(Ctx& c, const TestRows& t, int ratio, int topk, std::vecto
 }
 
 // ns: the row counts to check (the first n rows of t).
+// split: the split-KV kernel within rounding (check_split) instead of the one-block kernel's bits;
+// ratios: CSA (4) and/or HCA (128).
 void attention_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, const TestRows& t,
-                      std::initializer_list<int64_t> ns) {
+                      std::initializer_list<int64_t> ns, bool split = false,
+                      std::initializer_list<int> ratios = {4, 128}) {
   const int H = sh.H, D = sh.D, window = sh.W, topk = sh.topk;
-  for (int ratio : {4, 128}) {
+  for (int ratio : ratios) {
     const bool csa = ratio == 4;
     const int64_t cap = csa ? sh.csa_cap : sh.hca_cap;
     DeviceArray<float> q, kv, ring, cmp, sink, probs, o;
@@ -205,7 +250,35 @@ void attention_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, co
     o.allocate(c.e, static_cast<size_t>(t.n() * H * D));
     for (bool official : {false, true}) {
       a.official = official;
+      if (split) {
+        a.scratch = t.n() * H * (window + a.cslots() + int64_t{D} * 64);
+        probs.allocate(c.e, static_cast<size_t>(a.scratch));
+        // The reference's official softmax holds 128 tiles (8,192 slots); past them the official
+        // split is held to the exact reference body (bf16 q and weights: well inside 1e-2).
+        const bool beyond = official && window + a.cslots() > 64 * 128;
+        for (int64_t n : ns) {
+          const std::string what = sh.name + " split-KV " + (csa ? "CSA" : "HCA") +
+                                   (official ? " official" : " exact") +
+                                   (beyond ? " vs exact ref" : "") + ", " + std::to_string(n) +
+                                   (n == 1 ? " row" : " rows");
+          check_split(
+              c, out, what, official ? 1e-2 : 1e-5, attention_fast_supported(a),
+              [&](bool reset) {
+                if (reset) poison(c, o);
+                AttnArgs b = a;
+                if (beyond && !fast_kernels()) b.official = false;
+                attention(c.e, t.rows(n), b, probs.ptr, o.ptr);
+              },
+              [&] {
+                std::vector<float> v = to_host(c, o);
+                v.resize(static_cast<size_t>(n * H * D));
+                return v;
+              });
+        }
+        continue;
+      }
       if (!attention_fast_supported(a)) continue;
+      set_split_kv_mode(0);  // the one-block kernel's bits
       for (int64_t n : ns) {
         const std::string what = sh.name + " attention " + (csa ? "CSA" : "HCA") +
                                  (official ? " official" : " exact") + ", " + std::to_string(n) +
@@ -222,6 +295,7 @@ void attention_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh, co
               return v;
             });
       }
+      set_split_kv_mode(-1);
     }
   }
 }
@@ -391,6 +465,19 @@ std::vector<KernelCheck> op_kernel_report() {
     const Shape flash_long{"flash 64k", 64, 512, 64, 128, 512, 16384, 40, 64, 128, 4, 4096, 20};
     const TestRows lt =
         test_rows(e, {{0, 65535, 1}, {1, 39999, 1}, {2, 2047, 1}, {3, 2051, 1}, {4, 3, 1}});
+    attention_checks(c, out, flash, t, {1, 4}, true);
+    // Split-KV at long contexts: decodes at 65,535 and 40,000 (CSA, HCA); HCA at 524,287 and
+    // 300,000 (4,096 entries + the window: past the one-block kernel's shared memory) and at
+    // 1,048,575 and 700,000 (8,192 entries: past the reference's 128 official tiles too).
+    const Shape flash_64k{"flash 64k", 64, 512, 64, 128, 512, 16384, 512, 64, 128, 4, 4096, 20};
+    const TestRows t64 = test_rows(e, {{0, 65535, 1}, {1, 39999, 1}});
+    attention_checks(c, out, flash_64k, t64, {1, 2}, true);
+    const Shape flash_512k{"flash 512k", 64, 512, 64, 128, 512, 4, 4096, 64, 128, 4, 4096, 20};
+    const TestRows t512 = test_rows(e, {{0, 524287, 1}, {1, 299999, 1}});
+    attention_checks(c, out, flash_512k, t512, {1, 2}, true, {128});
+    const Shape flash_1m{"flash 1M", 64, 512, 64, 128, 512, 4, 8192, 64, 128, 4, 4096, 20};
+    const TestRows t1m = test_rows(e, {{0, 1048575, 1}, {1, 699999, 1}});
+    attention_checks(c, out, flash_1m, t1m, {1, 2}, true, {128});
     indexer_checks(c, out, flash_long, lt, {lt.n()});
     indexer_checks(c, out, flash_long, lt, {lt.n()}, true);
     v41_topk_checks(c, out, lt, 16384, 512);

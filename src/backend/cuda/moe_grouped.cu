@@ -355,16 +355,15 @@ bool routed_grouped_supported(const RoutedExperts& r, int64_t d, int64_t inter) 
 void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, const float* x,
                     int64_t n, int E, int K, int64_t d, int64_t inter, float limit,
                     const float* weights, bool official, float* h1, float* h3, float* out,
-                    float* xq, const int32_t* idx) {
+                    float* xq, const int32_t* idx, const float* xq_ready) {
   const int64_t slots = n * K;
   const bool qx = official && r.quantized;
   moe_plan(e, idx, slots, E, plan);
   // Quantized experts take FP8-quantized inputs (per 1×128) in the official numerics, once for
-  // w1 and w3 together.
+  // w1 and w3 together (or as the caller has them already: xq_ready).
   if (qx) {
-    e.each(n * d, [=] DI_HD(int64_t i) { xq[i] = x[i]; });
-    fp8_quant_rows(e, xq, n, d, 128);
-    x = xq;
+    if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
+    x = xq_ready ? xq_ready : xq;
   }
   const bool tc = g_grouped_tc && qx && slots >= int64_t{kTcMinSlotsPerExpert} * E &&
                   grouped_experts_tc_supported(d, r.f1) &&
@@ -374,8 +373,7 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
   swiglu(e, h1, h3, slots, inter, limit, official ? weights : nullptr, official);
   const float* h = h1;
   if (qx) {
-    e.each(slots * inter, [=] DI_HD(int64_t i) { xq[i] = h1[i]; });
-    fp8_quant_rows(e, xq, slots, inter, 128);
+    fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
     h = xq;
   }
   product(e, plan, slots, E, h, true, K, {r.r2, out}, {}, d, d, inter, official, r.f2);

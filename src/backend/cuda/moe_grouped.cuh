@@ -104,6 +104,6 @@ bool routed_grouped_supported(const RoutedExperts& r, int64_t d, int64_t inter);
 void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, const float* x,
                     int64_t n, int E, int K, int64_t d, int64_t inter, float limit,
                     const float* weights, bool official, float* h1, float* h3, float* out,
-                    float* xq, const int32_t* idx);
+                    float* xq, const int32_t* idx, const float* xq_ready = nullptr);
 
 }  // namespace deepinfer::cuda

@@ -40,6 +40,16 @@ void fp8_quant_rows(Exec& e, float* x, int64_t rows, int64_t dim, int block) {
   });
 }
 
+void fp8_quant_rows_from(Exec& e, const float* src, int64_t ld, int64_t rows, int64_t dim,
+                         int block, float* dst) {
+  if (!e.emulate && fast_kernels()) {
+    fp8_quant_rows_from_fast(e, src, ld, rows, dim, block, dst);
+    return;
+  }
+  e.each(rows * dim, [=] DI_HD(int64_t i) { dst[i] = src[(i / dim) * ld + i % dim]; });
+  fp8_quant_rows(e, dst, rows, dim, block);
+}
+
 void round_bf16(Exec& e, float* x, int64_t n) {
   e.each(n, [=] DI_HD(int64_t i) { x[i] = bf16r(x[i]); });
 }
@@ -49,7 +59,7 @@ void scale_values(Exec& e, float* x, int64_t n, float s) {
 }
 
 void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
-            int64_t ldy, bool official, float* xq) {
+            int64_t ldy, bool official, float* xq, const float* xq_ready) {
   const bool quant = official && w.quantized();
   const bool invariant = batch_invariant();
   // Past the GEMV passes (or, batch-invariant, at every row count) the tensor-core products.
@@ -58,11 +68,9 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
       lt_linear(e, x, ldx, n, w, y, ldy, official))
     return;
   if (quant && w.quantize_input) {
-    const int64_t in = w.in;
-    e.each(n * in, [=] DI_HD(int64_t i) { xq[i] = x[(i / in) * ldx + i % in]; });
-    fp8_quant_rows(e, xq, n, in, 128);
-    x = xq;
-    ldx = in;
+    if (!xq_ready) fp8_quant_rows_from(e, x, ldx, n, w.in, 128, xq);
+    x = xq_ready ? xq_ready : xq;
+    ldx = w.in;
   }
   // Few fp32 outputs over long rows (the mHC mixes): blocks of 16 rows, not one tile column.
   if (big && !invariant && short_out_supported(w)) {
@@ -136,18 +144,22 @@ void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, i
 }
 
 void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
-              float* y) {
+              float* y, bool round_in, bool round_out) {
   if (!e.emulate && fast_kernels() && dim >= 256) {
-    rms_norm_fast(e, x, rows, dim, w, eps, y);
+    rms_norm_fast(e, x, rows, dim, w, eps, y, round_in, round_out);
     return;
   }
   e.each(rows, [=] DI_HD(int64_t r) {
     const float* xr = x + r * dim;
     float* yr = y + r * dim;
+    auto at = [&](int64_t i) { return round_in ? bf16r(xr[i]) : xr[i]; };
     float ss = 0.0f;
-    for (int64_t i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    for (int64_t i = 0; i < dim; ++i) ss += at(i) * at(i);
     const float s = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
-    for (int64_t i = 0; i < dim; ++i) yr[i] = w ? w[i] * (xr[i] * s) : xr[i] * s;
+    for (int64_t i = 0; i < dim; ++i) {
+      const float v = w ? w[i] * (at(i) * s) : at(i) * s;
+      yr[i] = round_out ? bf16r(v) : v;
+    }
   });
 }
 
@@ -309,7 +321,7 @@ void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_
 }
 
 void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, const float* comb,
-             const float* y, int64_t n, float* X_out) {
+             const float* y, int64_t n, float* X_out, bool round_out) {
   const int hc = p.hc;
   const int64_t d = p.d;
   e.each(n * hc * d, [=] DI_HD(int64_t i) {
@@ -317,7 +329,7 @@ void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, cons
     const float* C = comb + t * hc * hc;
     float o = post[t * hc + j] * y[t * d + k];
     for (int s = 0; s < hc; ++s) o += C[s * hc + j] * X[(t * hc + s) * d + k];
-    X_out[i] = o;
+    X_out[i] = round_out ? bf16r(o) : o;
   });
 }
 

@@ -25,8 +25,10 @@ struct Rows {
 // y[r, o] = x[r, :] · W[o, :] for r < n (x row stride ldx, y row stride ldy). Official numerics on
 // FP8/FP4 weights: x FP8-quantized per 1×128 first (when w.quantize_input; scratch xq holds
 // n × w.in floats) and y rounded to bf16.
+// xq_ready (may be null): x already quantized so (n × w.in, as fp8_quant_rows_from leaves it),
+// taken instead of quantizing again, so several products of one input quantize it once.
 void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
-            int64_t ldy, bool official, float* xq);
+            int64_t ldy, bool official, float* xq, const float* xq_ready = nullptr);
 
 // The same per routed slot: slot s = r·K + k uses expert idx[s] of `experts` (a device array) on
 // x row s / K (x_per_slot: row s instead) into y row s; quantize_x: FP8-quantize x first;
@@ -38,12 +40,17 @@ void linear_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, i
 
 // x ← bf16(e4m3(x/s)·s) per block of `block` along rows of `dim` (rows × dim).
 void fp8_quant_rows(Exec& e, float* x, int64_t rows, int64_t dim, int block);
+// dst (rows × dim) = src rows (stride ld) quantized as fp8_quant_rows does, in one launch.
+void fp8_quant_rows_from(Exec& e, const float* src, int64_t ld, int64_t rows, int64_t dim,
+                         int block, float* dst);
 void round_bf16(Exec& e, float* x, int64_t n);
 void scale_values(Exec& e, float* x, int64_t n, float s);
 
 // y[r] = x[r] · rsqrt(mean(x[r]²) + eps) · w (w may be null). In place allowed.
+// round_in / round_out: x bf16-rounded as read (x itself is left as it is), y as written — the
+// official numerics' round_bf16 before and after, in the same launch.
 void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
-              float* y);
+              float* y, bool round_in = false, bool round_out = false);
 // Official per-head q norm with bf16 tensor ops (rows of head_dim).
 void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
 
@@ -76,8 +83,9 @@ void hc_pre_rows(Exec& e, const HcParams& p, const float* X, const float* mix, i
 void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
             float* post, float* comb, float* u, float* row_ss);
 // X_out[r, j] = post_j · y[r] + Σ_i comb[i, j] · X[r, i].
+// round_out: X_out bf16-rounded as written.
 void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, const float* comb,
-             const float* y, int64_t n, float* X_out);
+             const float* y, int64_t n, float* X_out, bool round_out = false);
 // hc_head: h[r] = Σ_j (σ(mix_j · rs · scale0 + base_j) + eps) X_j.
 void hc_head(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
              float* h, float* row_ss);

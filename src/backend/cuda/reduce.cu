@@ -26,16 +26,22 @@ __device__ __forceinline__ float block_sum(float v, float* shared) {
   return total;
 }
 
-__global__ void rms_norm_kernel(const float* __restrict__ x, int64_t dim, const float* w, float eps,
-                                float* y) {
+// round_in / round_out: x bf16-rounded as read, y as written (the official round_bf16 launches
+// before and after, folded in).
+__global__ void rms_norm_kernel(const float* x, int64_t dim, const float* w, float eps, float* y,
+                                bool round_in, bool round_out) {
   __shared__ float sh[kThreads / 32];
   const float* xr = x + blockIdx.x * dim;
   float* yr = y + blockIdx.x * dim;
+  auto at = [&](int64_t i) { return round_in ? bf16r(xr[i]) : xr[i]; };
   float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < dim; i += kThreads) ss += xr[i] * xr[i];
-  ss = block_sum(ss, sh);
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) ss += at(i) * at(i);
+  ss = block_sum(ss, sh);  // its last barrier: every read of x (maybe y) is done
   const float s = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
-  for (int64_t i = threadIdx.x; i < dim; i += kThreads) yr[i] = w ? w[i] * (xr[i] * s) : xr[i] * s;
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
+    const float v = w ? w[i] * (at(i) * s) : at(i) * s;
+    yr[i] = round_out ? bf16r(v) : v;
+  }
 }
 
 __global__ void sum_squares_kernel(const float* __restrict__ x, int64_t width, float* ss) {
@@ -79,38 +85,46 @@ __global__ void argmax_kernel(const float* __restrict__ x, int64_t V, int32_t* o
   if (threadIdx.x == 0) out[blockIdx.x] = static_cast<int32_t>(bi[0] == V ? 0 : bi[0]);
 }
 
-__global__ void fp8_quant_kernel(float* x, int64_t rows, int64_t dim, int block,
-                                 int64_t blocks_per_row) {
+// dst rows (stride dim) = the quantized src rows (stride ld); src == dst, ld == dim: in place.
+__global__ void fp8_quant_kernel(const float* src, int64_t ld, float* dst, int64_t rows,
+                                 int64_t dim, int block, int64_t blocks_per_row) {
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (warp >= rows * blocks_per_row) return;  // uniform across the warp
   const int64_t r = warp / blocks_per_row, b0 = (warp % blocks_per_row) * block;
   const int64_t len = dim - b0 < block ? dim - b0 : block;
-  float* v = x + r * dim + b0;
+  const float* v = src + r * ld + b0;
+  float* q = dst + r * dim + b0;
   float amax = 0.0f;
   for (int64_t i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(v[i]));
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1)
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float s = fp8_act_scale(amax);
-  for (int64_t i = lane; i < len; i += 32) v[i] = bf16r(round_e4m3(v[i] / s) * s);
+  for (int64_t i = lane; i < len; i += 32) q[i] = bf16r(round_e4m3(v[i] / s) * s);
 }
 
 }  // namespace
 
 void fp8_quant_rows_fast(Exec& e, float* x, int64_t rows, int64_t dim, int block) {
+  fp8_quant_rows_from_fast(e, x, dim, rows, dim, block, x);
+}
+
+void fp8_quant_rows_from_fast(Exec& e, const float* src, int64_t ld, int64_t rows, int64_t dim,
+                              int block, float* dst) {
   const int64_t per_row = (dim + block - 1) / block;
   const int64_t threads = rows * per_row * 32;
   if (threads <= 0) return;
   fp8_quant_kernel<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
-                     e.stream>>>(x, rows, dim, block, per_row);
+                     e.stream>>>(src, ld, dst, rows, dim, block, per_row);
   e.note(cudaGetLastError());
 }
 
 void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
-                   float* y) {
+                   float* y, bool round_in, bool round_out) {
   if (rows <= 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, e.stream>>>(x, dim, w, eps, y);
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, e.stream>>>(x, dim, w, eps, y,
+                                                                          round_in, round_out);
   e.note(cudaGetLastError());
 }
 

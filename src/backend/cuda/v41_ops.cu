@@ -31,7 +31,7 @@ void linear32(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& 
 void rms_norm_bf16(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
                    float* y) {
   if (!e.emulate && fast_kernels() && dim >= 256) {  // a block per row (reduce.cu), then bf16
-    rms_norm_fast(e, x, rows, dim, w, eps, y);
+    rms_norm_fast(e, x, rows, dim, w, eps, y, false, false);
     round_bf16(e, y, rows * dim);
     return;
   }
