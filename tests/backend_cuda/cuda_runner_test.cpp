@@ -266,7 +266,89 @@ void abort_frees_the_slot(bool emulate) {
   expect_close(after, fresh, 0.0f, "after the abort");
 }
 
+// Several requests whose prompts arrive in the same step (their pieces go through one
+// prefill_batch per round, split across 64-row launches) equal the one-prefill-per-sequence
+// runner (emulated: bitwise) and the CPU engine; also when they hit the prefix cache together,
+// and under preemption. `batched` vs `alone` differ only in CudaRunnerOptions::batch_prefill.
+std::vector<BatchResult> run_cuda_batching(bool emulate, bool batch, const EngineConfig& c,
+                                           const std::vector<EngineRequest>& reqs,
+                                           EngineMetrics* metrics = nullptr) {
+  CudaRunnerOptions o = runner_options(emulate);
+  o.batch_prefill = batch;
+  CudaModelRunner runner(cpu_model(), o);
+  return run(runner, c, reqs, metrics);
+}
+
+EngineConfig one_step_config() {
+  EngineConfig c = config(6);
+  c.scheduler.max_num_batched_tokens = 512;  // every prompt's first piece in the first step
+  return c;
+}
+
+void batched_prefill_equals_alone(bool emulate) {
+  const auto reqs = requests({5, 23, 40, 61, 17, 33}, 6, /*sampled=*/true);
+  const float tol = emulate ? 0.0f : 1e-3f;
+  for (bool caching : {true, false}) {
+    EngineConfig c = one_step_config();
+    c.kv.prefix_caching = caching;
+    EngineMetrics m;
+    const auto batched = run_cuda_batching(emulate, true, c, reqs, &m);
+    const auto alone = run_cuda_batching(emulate, false, c, reqs);
+    V4ModelRunner cpu(cpu_model());
+    const auto want = run(cpu, c, reqs);
+    ASSERT_EQ(batched.size(), reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const std::string what = "request " + std::to_string(i) + (caching ? " (prefix cache)" : "");
+      expect_close(batched[i], alone[i], tol, what + " batched vs alone");
+      expect_close(batched[i], want[i], 1e-3f, what + " vs the CPU engine");
+    }
+  }
+}
+
+void batched_prefill_with_prefix_hits(bool emulate) {
+  auto reqs = requests({12, 30, 3, 50}, 8, /*sampled=*/true);
+  const std::vector<int32_t> shared = shared_prefix();
+  for (auto& r : reqs) r.prompt.insert(r.prompt.begin(), shared.begin(), shared.end());
+  const float tol = emulate ? 0.0f : 1e-3f;
+  std::vector<std::vector<BatchResult>> outs;
+  for (bool batch : {true, false}) {
+    CudaRunnerOptions o = runner_options(emulate);
+    o.batch_prefill = batch;
+    CudaModelRunner runner(cpu_model(), o);
+    auto engine = Engine::create(one_step_config(), runner);
+    ASSERT_TRUE(engine.ok()) << engine.error().message;
+    generate_batch(*engine.value(), {reqs[0]});              // publishes the shared blocks
+    const auto all = generate_batch(*engine.value(), reqs);  // all four hit, in one step
+    ASSERT_EQ(all.size(), reqs.size());
+    EXPECT_EQ(all[0].usage.prompt_cache_hit_tokens, 48);  // its own three full blocks
+    for (size_t i = 1; i < reqs.size(); ++i) EXPECT_EQ(all[i].usage.prompt_cache_hit_tokens, 32);
+    outs.push_back(all);
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const std::string what = "hit " + std::to_string(i);
+    expect_close(outs[0][i], outs[1][i], tol, what + " batched vs alone");
+    expect_close(outs[0][i], run_cuda_batching(emulate, false, one_step_config(), {reqs[i]})[0],
+                 tol, what + " vs a cold run");
+  }
+}
+
+void batched_prefill_with_preemption(bool emulate) {
+  const auto reqs = requests({20, 34, 9, 27}, 10, /*sampled=*/true);
+  EngineConfig tight = one_step_config();
+  tight.kv.num_blocks = 6;  // 96 positions for four requests of up to 44
+  EngineMetrics metrics;
+  const auto got = run_cuda_batching(emulate, true, tight, reqs, &metrics);
+  EXPECT_GT(metrics.num_preemptions, 0);
+  const auto calm = run_cuda_batching(emulate, false, one_step_config(), reqs);
+  for (size_t i = 0; i < reqs.size(); ++i)
+    expect_close(got[i], calm[i], emulate ? 0.0f : 1e-3f, "request " + std::to_string(i));
+}
+
 // ---- emulated (host) runs of the kernel bodies: no GPU needed ----
+
+TEST(CudaRunnerEmulated, BatchedPrefillEqualsOneAtATime) { batched_prefill_equals_alone(true); }
+TEST(CudaRunnerEmulated, BatchedPrefillWithPrefixHits) { batched_prefill_with_prefix_hits(true); }
+TEST(CudaRunnerEmulated, BatchedPrefillWithPreemption) { batched_prefill_with_preemption(true); }
 
 TEST(CudaRunnerEmulated, GreedyEqualsTheCpuEngine) { greedy_equals_cpu(true); }
 TEST(CudaRunnerEmulated, PreemptionResumesToTheSameOutput) { preemption_resumes(true); }
@@ -397,6 +479,43 @@ TEST_F(CudaRunnerDevice, PreemptionResumesToTheSameOutput) { preemption_resumes(
 TEST_F(CudaRunnerDevice, AbortFreesTheSlot) { abort_frees_the_slot(false); }
 TEST_F(CudaRunnerDevice, PrefixHitEqualsAColdPrefill) { prefix_hit_equals_cold(false); }
 TEST_F(CudaRunnerDevice, ConcurrentRequestsShareBlocks) { shared_blocks_concurrent(false); }
+TEST_F(CudaRunnerDevice, BatchedPrefillEqualsOneAtATime) { batched_prefill_equals_alone(false); }
+TEST_F(CudaRunnerDevice, BatchedPrefillWithPrefixHits) { batched_prefill_with_prefix_hits(false); }
+TEST_F(CudaRunnerDevice, BatchedPrefillWithPreemption) { batched_prefill_with_preemption(false); }
+
+// Runner-level prefill time of N concurrent prompts (one step each round), batched vs one
+// prefill per sequence, on this fixture: prints the numbers (the bench notes them).
+TEST_F(CudaRunnerDevice, BatchedPrefillTiming) {
+  for (int n : {16, 64}) {
+    for (bool caching : {true, false}) {
+      EngineConfig c = config(n);
+      c.kv.num_blocks = n * 10;
+      c.kv.prefix_caching = caching;
+      c.scheduler.max_num_batched_tokens = 8192;
+      std::vector<int> lens(static_cast<size_t>(n), 150);
+      auto reqs = requests(lens, 1);
+      for (auto& r : reqs) r.params.logprobs = false, r.params.top_logprobs = 0;
+      double t[2] = {0, 0};
+      for (int rep = 0; rep < 2; ++rep) {  // the first rep warms up
+        for (int batch : {1, 0}) {
+          CudaRunnerOptions o = runner_options(false);
+          o.max_chunk_tokens = 512;
+          o.batch_prefill = batch;
+          CudaModelRunner runner(cpu_model(), o);
+          auto engine = Engine::create(c, runner);  // the upload, outside the timing
+          ASSERT_TRUE(engine.ok()) << engine.error().message;
+          const auto t0 = std::chrono::steady_clock::now();
+          const auto out = generate_batch(*engine.value(), reqs);
+          t[batch] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          ASSERT_EQ(out.size(), reqs.size());
+          EXPECT_TRUE(out[0].error.empty()) << out[0].error;
+        }
+      }
+      std::printf("  %d x 150 tokens, prefix cache %s: batched %.3f s, one per sequence %.3f s\n",
+                  n, caching ? "on" : "off", t[1], t[0]);
+    }
+  }
+}
 
 // Requests without logprobs or penalties draw their decode tokens on the GPU (greedy, temperature
 // alone, top-k + top-p, min_p): the same tokens as the CPU engine's Sampler over its own logits.

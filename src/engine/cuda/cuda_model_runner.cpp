@@ -105,7 +105,7 @@ Status CudaModelRunner::allocate(const KvCacheConfig& config) {
   model_ = std::move(m.value());
   cpu_ = nullptr;  // the weights live on the device now
   num_slots_ = o.max_sequences;
-  paging_ = {config.block_size, o.block_snapshots};
+  paging_ = {config.block_size, o.block_snapshots, batch_prefill_enabled(options_)};
   const size_t slots = static_cast<size_t>(o.max_sequences);
   scratch_.dec_slots.reserve(slots);
   scratch_.dec_ids.reserve(slots);
@@ -126,6 +126,14 @@ bool device_sampling_enabled(const CudaRunnerOptions& options) {
     return v && std::string(v) == "0";
   }();
   return options.device_sampling && !options.emulate && !env_off;
+}
+
+bool batch_prefill_enabled(const CudaRunnerOptions& options) {
+  static const bool env_off = [] {
+    const char* v = std::getenv("DEEPINFER_CUDA_BATCH_PREFILL");
+    return v && std::string(v) == "0";
+  }();
+  return options.batch_prefill && !env_off;
 }
 
 bool CudaModelRunner::samples_on_device() const { return device_sampling_enabled(options_); }

@@ -4,9 +4,10 @@
 // written through each sequence's block table (backend/cuda/kv_pages.cuh). A sequence's first
 // chunk resets its slot, or on a prefix-cache hit restores the bounded-state snapshot saved at the
 // end of the last hit block; shared blocks' entries are read, never rewritten. Prompt positions
-// run through CudaModel::prefill (one call per sequence and piece; with prefix caching pieces end
-// at block boundaries, as in the CPU runner), every single-token piece of the step (decodes, and
-// the generated positions a preempted request recomputes) through one batched CudaModel::decode.
+// run through CudaModel::prefill_batch (a round's pieces of all sequences packed into shared
+// launches; with prefix caching pieces end at block boundaries, as in the CPU runner), every
+// single-token piece of the step (decodes, and the generated positions a preempted request
+// recomputes) through one batched CudaModel::decode.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,10 @@ struct CudaRunnerOptions {
   // Exact prefix caching: a bounded-state snapshot per block on the device (bytes_per_block
   // counts it). Off: exact_prefix_snapshots() is false and no snapshot memory is taken.
   bool prefix_caching = true;
+  // A step's prompt pieces of all sequences through one CudaModel::prefill_batch (shared launches
+  // of up to max_chunk_tokens rows) instead of one prefill per sequence; env
+  // DEEPINFER_CUDA_BATCH_PREFILL=0 turns it off (to measure both with one binary).
+  bool batch_prefill = true;
 };
 
 // The device KV state sized for the engine. V4 (paged): max_num_seqs slots of bounded state and a
@@ -66,6 +71,8 @@ cuda::CudaModelOptions cuda_model_options(const CudaRunnerOptions& options,
 int64_t cuda_block_bytes(const cuda::CudaSlotBytes& one_position, int32_t block_size);
 // Whether a CUDA runner with these options samples decode tokens on the device.
 bool device_sampling_enabled(const CudaRunnerOptions& options);
+// Whether a CUDA runner with these options prefills a step's prompt pieces in shared launches.
+bool batch_prefill_enabled(const CudaRunnerOptions& options);
 
 class CudaModelRunner : public ModelRunner {
  public:

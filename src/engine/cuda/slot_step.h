@@ -1,6 +1,7 @@
 // One engine step over a CUDA model of fixed sequence slots (cuda::CudaModel, cuda::CudaV41Model:
 // reset / position / prefill / decode): engine state slot i is device slot i, a sequence's first
-// chunk resets its slot, prompt positions of a sequence run as one prefill, generated positions
+// chunk resets its slot, prompt positions of a sequence run as one prefill (or, batched, the
+// prompt pieces of all sequences of a round as one prefill_batch), generated positions
 // (a recompute after preemption) one at a time as they first ran, and every single-token piece of
 // a round goes into one batched decode. Shared by the V4 and V4.1 CUDA runners.
 #pragma once
@@ -31,6 +32,11 @@ struct SlotStepScratch {
   std::vector<float> dec_logits;
   std::vector<int32_t> dec_argmax;
   std::vector<int32_t> dec_tokens;
+  // One round's prompt pieces of several tokens (batched prefill), their output rows.
+  std::vector<int> pf_slots;
+  std::vector<std::span<const int32_t>> pf_ids;
+  std::vector<int64_t> pf_rows;
+  std::vector<float> pf_logits;
 };
 
 // The device kernel's parameters for an engine DeviceSample (null: no token wanted), computed as
@@ -107,6 +113,36 @@ Status run_slot_decodes(Model& model, int64_t V, SlotStepScratch& s, std::span<f
   return Status::Ok();
 }
 
+// Models that prefill several slots' prompt pieces in shared launches (cuda::CudaModel).
+template <class Model>
+concept PrefillsBatches = requires(Model& m, std::span<const int> seqs,
+                                   std::span<const std::span<const int32_t>> prompts) {
+  m.prefill_batch(seqs, prompts, nullptr);
+};
+
+// One round's prompt pieces (s.pf_*) through one prefill_batch: each piece's last row goes to its
+// logits row (-1: none). Straight into the engine's rows when every piece wants them and they
+// follow one another; otherwise through scratch.
+template <class Model>
+Status run_slot_prefills(Model& model, int64_t V, SlotStepScratch& s, std::span<float> logits) {
+  const size_t B = s.pf_slots.size();
+  if (B == 0) return Status::Ok();
+  bool any = false, direct = s.pf_rows[0] >= 0;
+  for (size_t b = 0; b < B; ++b) {
+    any |= s.pf_rows[b] >= 0;
+    direct = direct && s.pf_rows[b] == s.pf_rows[0] + static_cast<int64_t>(b);
+  }
+  if (!any) return model.prefill_batch(s.pf_slots, s.pf_ids, nullptr);
+  if (direct) return model.prefill_batch(s.pf_slots, s.pf_ids, logits.data() + s.pf_rows[0] * V);
+  s.pf_logits.resize(B * static_cast<size_t>(V));
+  if (Status st = model.prefill_batch(s.pf_slots, s.pf_ids, s.pf_logits.data()); !st.ok())
+    return st;
+  for (size_t b = 0; b < B; ++b)
+    if (s.pf_rows[b] >= 0)
+      std::copy_n(s.pf_logits.data() + b * V, V, logits.data() + s.pf_rows[b] * V);
+  return Status::Ok();
+}
+
 // Models whose entry stores are paged by the engine's blocks, with block snapshots
 // (cuda::CudaModel).
 template <class Model>
@@ -122,6 +158,9 @@ concept PagedSlots = requires(Model& m, std::span<const int32_t> table) {
 struct SlotPaging {
   int32_t block_size = 0;  // 0: the model is not paged
   bool snapshots = false;
+  // A round's prompt pieces of all sequences go through one prefill_batch (models that have it)
+  // instead of one prefill each; snapshots are still taken after the round, at each block end.
+  bool batch_prefill = false;
 };
 
 // tokens (empty, or one per logits row, set to -1 here): where a sequence has a device_sample and
@@ -182,6 +221,9 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
     s.dec_ids.clear();
     s.dec_rows.clear();
     s.dec_specs.clear();
+    s.pf_slots.clear();
+    s.pf_ids.clear();
+    s.pf_rows.clear();
     bool ran = false;
     s.ran.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
@@ -203,6 +245,14 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
         s.dec_specs.push_back(device_spec(want && !tokens.empty() ? seq.device_sample : nullptr));
         continue;
       }
+      if constexpr (PrefillsBatches<Model>) {
+        if (paging.batch_prefill) {
+          s.pf_slots.push_back(seq.slot);
+          s.pf_ids.push_back(ids);
+          s.pf_rows.push_back(want ? s.logits_row[i] : -1);
+          continue;
+        }
+      }
       const int64_t last = static_cast<int64_t>(ids.size()) - 1;
       if (Status st = model.prefill(
               seq.slot, ids, want ? std::span<const int64_t>(&last, 1) : std::span<const int64_t>(),
@@ -211,6 +261,9 @@ Status run_slot_step(Model& model, int num_slots, int64_t max_context, int64_t V
         return st;
     }
     if (!ran) break;
+    if constexpr (PrefillsBatches<Model>) {
+      if (Status st = run_slot_prefills(model, V, s, logits); !st.ok()) return st;
+    }
     if (Status st = run_slot_decodes(model, V, s, logits, tokens); !st.ok()) return st;
     if constexpr (PagedSlots<Model>) {
       if (!paging.snapshots) continue;
