@@ -37,6 +37,9 @@ struct Engine::Impl {
   bool worker_stop = false;
 
   std::unordered_map<uint64_t, EventCallback> callbacks;  // engine thread only
+  std::function<void()> after_deliver;                    // engine thread only
+  std::function<void()> new_after_deliver;                // under inbox_mutex
+  bool after_deliver_changed = false;                     // under inbox_mutex
   SchedulerOutput outs[2];
   ModelOutput model_out;
 
@@ -165,6 +168,10 @@ void Engine::drain_inbox(std::vector<RequestEvent>& events) {
     std::lock_guard lock(m.inbox_mutex);
     submissions.swap(m.submissions);
     aborts.swap(m.aborts);
+    if (m.after_deliver_changed) {
+      m.after_deliver = std::move(m.new_after_deliver);
+      m.after_deliver_changed = false;
+    }
   }
   for (Submission& s : submissions) {
     const uint64_t id = s.request->id;
@@ -196,7 +203,19 @@ void Engine::deliver(std::vector<RequestEvent>& events) {
     if (it->second) it->second(ev);
     if (ev.finish != FinishReason::kNone) m.callbacks.erase(it);
   }
+  const bool any = !events.empty();
   events.clear();
+  if (any && m.after_deliver) m.after_deliver();
+}
+
+void Engine::set_after_deliver(std::function<void()> hook) {
+  Impl& m = *impl_;
+  {
+    std::lock_guard lock(m.inbox_mutex);
+    m.new_after_deliver = std::move(hook);
+    m.after_deliver_changed = true;
+  }
+  m.inbox_cv.notify_all();
 }
 
 void Engine::refresh_metrics(double step_seconds) {

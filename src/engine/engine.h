@@ -46,6 +46,10 @@ class Engine {
   // Validates and queues; the handle is the request id. Errors come back here, not as events.
   Result<uint64_t> submit(EngineRequest request, EventCallback callback);
   void abort(uint64_t handle);
+  // Runs on the engine thread after each batch of events has been handed to the callbacks, so
+  // that callbacks which only collect can hand the whole batch on at once. Set it before the
+  // first submit (it takes effect at the loop's next pass).
+  void set_after_deliver(std::function<void()> hook);
 
   EngineMetrics metrics() const;
   const EngineConfig& config() const { return config_; }

@@ -32,9 +32,12 @@ std::string random_hex(size_t n) {
 
 std::string response_id(recipe::Protocol protocol) {
   switch (protocol) {
-    case recipe::Protocol::ChatCompletions: return "chatcmpl-" + random_hex(24);
-    case recipe::Protocol::Responses: return "resp_" + random_hex(24);
-    case recipe::Protocol::Messages: return "msg_" + random_hex(24);
+    case recipe::Protocol::ChatCompletions:
+      return "chatcmpl-" + random_hex(24);
+    case recipe::Protocol::Responses:
+      return "resp_" + random_hex(24);
+    case recipe::Protocol::Messages:
+      return "msg_" + random_hex(24);
   }
   return random_hex(24);
 }
@@ -60,6 +63,7 @@ ApiService::ApiService(ApiServiceOptions options, Metrics& metrics)
 void ApiService::attach(const tokenizer::Tokenizer& tokenizer, engine::Engine& engine) {
   tokenizer_ = &tokenizer;
   engine_ = &engine;
+  engine.set_after_deliver([batcher = batcher_] { batcher->flush(); });
   grammars_ = make_grammar_cache(tokenizer);
   structured_ = {grammars_.get(), options_.encoding, tokenizer.added_token_id("</think>")};
   metrics_.set_gauge_source([this, &engine] {
@@ -93,6 +97,7 @@ void ApiService::launch(SessionSetup setup, ResponderPtr responder, engine::Engi
     }
     if (done) done();
   };
+  setup.batcher = batcher_;
   auto session = std::make_shared<GenerationSession>(std::move(setup), *tokenizer_, *engine_,
                                                      std::move(responder), metrics_);
   {
@@ -124,13 +129,20 @@ void ApiService::register_routes(Router& router) {
   router.add("POST", "/v1/completions", [this](HttpRequest q, ResponderPtr r) {
     handle_completions(std::move(q), std::move(r));
   });
-  router.add("GET", "/v1/models", [this](HttpRequest, ResponderPtr r) { handle_models(std::move(r)); });
-  router.add("GET", "/health", [](HttpRequest, ResponderPtr r) {
-    r->send(HttpResponse{200, "application/json", "{\"status\":\"ok\"}", {}});
-  }, /*authenticated=*/false);
-  router.add("GET", "/metrics", [this](HttpRequest, ResponderPtr r) {
-    r->send(HttpResponse{200, "text/plain; version=0.0.4", metrics_.render(), {}});
-  }, /*authenticated=*/false);
+  router.add("GET", "/v1/models",
+             [this](HttpRequest, ResponderPtr r) { handle_models(std::move(r)); });
+  router.add(
+      "GET", "/health",
+      [](HttpRequest, ResponderPtr r) {
+        r->send(HttpResponse{200, "application/json", "{\"status\":\"ok\"}", {}});
+      },
+      /*authenticated=*/false);
+  router.add(
+      "GET", "/metrics",
+      [this](HttpRequest, ResponderPtr r) {
+        r->send(HttpResponse{200, "text/plain; version=0.0.4", metrics_.render(), {}});
+      },
+      /*authenticated=*/false);
 }
 
 void ApiService::handle_models(ResponderPtr responder) const {
@@ -180,7 +192,8 @@ void ApiService::handle_generation(recipe::Protocol protocol, HttpRequest reques
   recipe::ConversationRequest& conv = converted.value();
   if (auto unknown = unknown_model_error(conv.model)) return fail(404, *unknown);
 
-  const recipe::RenderedPrompt rendered = recipe::render_prompt(conv.conversation, options_.encoding);
+  const recipe::RenderedPrompt rendered =
+      recipe::render_prompt(conv.conversation, options_.encoding);
   std::vector<tokenizer::TextSpan> spans;
   spans.reserve(rendered.special_spans.size());
   for (const auto& s : rendered.special_spans) spans.push_back({s.begin, s.end});
@@ -271,7 +284,8 @@ Result<recipe::ConversationRequest> legacy_request(const JsonObject& body) {
   recipe::ConversationRequest r;
   r.conversation.thinking_mode = false;
   r.parsing_options.parse_tool_calls = false;
-  if (auto* m = body.if_contains("model"); m && m->is_string()) r.model = std::string(m->get_string());
+  if (auto* m = body.if_contains("model"); m && m->is_string())
+    r.model = std::string(m->get_string());
   if (auto* s = body.if_contains("stream"); s && !s->is_null()) {
     if (!s->is_bool()) return Error{"stream must be a boolean"};
     r.stream = s->get_bool();
@@ -289,14 +303,16 @@ Result<recipe::ConversationRequest> legacy_request(const JsonObject& body) {
     r.inference_options.top_p = static_cast<float>(*t);
   }
   if (auto t = num("max_tokens")) {
-    if (!(*t >= 1 && *t < 1e9) || *t != std::floor(*t)) return Error{"max_tokens must be greater than zero"};
+    if (!(*t >= 1 && *t < 1e9) || *t != std::floor(*t))
+      return Error{"max_tokens must be greater than zero"};
     r.inference_options.max_tokens = static_cast<int64_t>(*t);
   } else {
     r.inference_options.max_tokens = 16;  // the OpenAI default of this API
   }
   if (auto* stop = body.if_contains("stop"); stop && !stop->is_null()) {
     if (stop->is_string()) {
-      if (!stop->get_string().empty()) r.parsing_options.stop_sequences.emplace_back(stop->get_string());
+      if (!stop->get_string().empty())
+        r.parsing_options.stop_sequences.emplace_back(stop->get_string());
     } else if (stop->is_array()) {
       if (stop->as_array().size() > 16) return Error{"stop must have at most 16 strings"};
       for (const auto& s : stop->as_array()) {

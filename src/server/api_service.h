@@ -4,9 +4,9 @@
 #pragma once
 
 #include <atomic>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -67,6 +67,7 @@ class ApiService {
   int64_t started_at_ = 0;
   std::mutex sessions_mu_;
   std::unordered_map<uint64_t, std::weak_ptr<GenerationSession>> sessions_;
+  std::shared_ptr<StepBatcher> batcher_ = std::make_shared<StepBatcher>();
 };
 
 }  // namespace deepinfer::server

@@ -44,8 +44,12 @@ bool GenerationSession::start(engine::EngineRequest request) {
   // headers.
   if (setup_.stream) responder_->open_stream(200, "text/event-stream");
   ++metrics_.requests_running;  // before the engine can finish it (close_exchange decrements)
-  auto submitted = engine_.submit(std::move(request),
-                                  [self](const engine::RequestEvent& ev) { self->enqueue(ev); });
+  engine::EventCallback callback = [self](const engine::RequestEvent& ev) { self->enqueue(ev); };
+  if (const int loop = responder_->loop_index(); setup_.batcher && loop >= 0)
+    callback = [self, loop, batcher = setup_.batcher](const engine::RequestEvent& ev) {
+      batcher->add(loop, self, ev);
+    };
+  auto submitted = engine_.submit(std::move(request), std::move(callback));
   if (!submitted.ok()) {
     --metrics_.requests_running;
     ++metrics_.requests_failed;
@@ -118,6 +122,28 @@ void GenerationSession::run() {
   for (const auto& ev : work_) on_engine_event(ev);
   work_.clear();
   flush_frames();  // every token of this wake-up in one write
+}
+
+void GenerationSession::run_event(const engine::RequestEvent& ev,
+                                  TokenStamp::Clock::time_point posted) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto handed = ev.handed_over == TokenStamp::Clock::time_point{} ? posted : ev.handed_over;
+  // As run() after enqueue(): held-back tokens waited for the engine until this event.
+  unsent_stamp_.released = handed;
+  unsent_stamp_.queued = posted;
+  unsent_stamp_.picked = now;
+  if (ev.has_token) {
+    TokenStamp stamp;
+    stamp.produced = stamp.released = handed;
+    stamp.queued = posted;
+    stamp.picked = now;
+    stamp.tokens = 1;
+    stamp.first = !token_queued_;
+    token_queued_ = true;
+    unsent_stamp_.merge(stamp);
+  }
+  on_engine_event(ev);
+  flush_frames();
 }
 
 void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {

@@ -23,6 +23,7 @@
 #include "server/logprobs.h"
 #include "server/metrics.h"
 #include "server/output_text_logprobs.h"
+#include "server/step_batcher.h"
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,6 +53,9 @@ struct SessionSetup {
   // token counts, as on the finish event.
   std::function<void(const recipe::Usage&)> on_usage;
   std::function<void()> on_done;  // once, when the exchange has been answered
+  // Hands the engine's events to the I/O threads a step at a time (exchanges that run on one,
+  // Responder::loop_index() >= 0); null: each event is queued by its own callback.
+  std::shared_ptr<StepBatcher> batcher;
 };
 
 class GenerationSession final : public recipe::EventSink,
@@ -71,6 +75,10 @@ class GenerationSession final : public recipe::EventSink,
   void enqueue(const engine::RequestEvent& event);
   // On the responder's executor: processes every queued event, then writes their frames at once.
   void run() override;
+  // On the responder's executor, from a StepBatcher batch posted at `posted`: one event, then its
+  // frames.
+  void run_event(const engine::RequestEvent& event, TokenStamp::Clock::time_point posted);
+  Responder& responder() { return *responder_; }
   void on_event(std::string_view name, std::string_view data) override;
 
  private:

@@ -78,6 +78,8 @@ class Mailbox {
 
 // One I/O thread's loop: its io_context, kept running while idle, and its mailbox.
 struct IoLoop {
+  explicit IoLoop(int i) : index(i) {}
+  int index;
   asio::io_context ioc{1};
   asio::executor_work_guard<Executor> keep_running = asio::make_work_guard(ioc);
   Mailbox mailbox{ioc};
@@ -90,6 +92,7 @@ class SessionResponder final : public Responder,
   SessionResponder(IoLoop& loop, const DelaySink* on_delay)
       : executor_(loop.ioc.get_executor()),
         mailbox_(loop.mailbox),
+        loop_index_(loop.index),
         wake_(executor_, std::chrono::steady_clock::time_point::max()),
         on_delay_(on_delay && *on_delay ? on_delay : nullptr) {}
 
@@ -126,6 +129,7 @@ class SessionResponder final : public Responder,
   }
   void close() override { push(Op{Op::Kind::Close, {}}); }
   void post(std::shared_ptr<PostedWork> work) override { mailbox_.push(std::move(work)); }
+  int loop_index() const override { return loop_index_; }
   void on_disconnect(std::function<void()> callback) override {
     {
       std::lock_guard lock(mu_);
@@ -226,6 +230,7 @@ class SessionResponder final : public Responder,
 
   Executor executor_;
   Mailbox& mailbox_;
+  int loop_index_;
   asio::steady_timer wake_;
   std::mutex mu_;
   std::vector<Op> ops_;
@@ -459,7 +464,7 @@ Status HttpServer::start() {
   if (ec) return Error{"invalid --host '" + impl_->options.host + "': " + ec.message()};
   tcp::endpoint endpoint{address, impl_->options.port};
   for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
-    impl_->loops.push_back(std::make_unique<IoLoop>());
+    impl_->loops.push_back(std::make_unique<IoLoop>(i));
   auto& acceptor = impl_->acceptor.emplace(impl_->loops[0]->ioc);
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);

@@ -129,6 +129,9 @@ class Responder {
   }
   virtual void close() = 0;
   virtual void post(std::shared_ptr<PostedWork> work) = 0;
+  // The I/O thread the exchange runs on (0, 1, ...), whose posted work runs in order with that of
+  // every other exchange of the thread; -1 when there is none (in-memory responders).
+  virtual int loop_index() const { return -1; }
   virtual void on_disconnect(std::function<void()> callback) = 0;
   virtual bool disconnected() const = 0;
 };

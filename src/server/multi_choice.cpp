@@ -79,6 +79,7 @@ class ChoiceResponder final : public Responder {
   void write(std::string_view) override {}
   void close() override {}
   void post(std::shared_ptr<PostedWork> work) override { merger_->target()->post(std::move(work)); }
+  int loop_index() const override { return merger_->target()->loop_index(); }
   void on_disconnect(std::function<void()> callback) override {
     // All choices share the client's connection; each registers its own abort.
     auto previous = std::make_shared<std::function<void()>>(std::move(callback));
@@ -160,6 +161,7 @@ class StreamChoiceResponder final : public Responder {
   void open_stream(int, std::string, Headers) override {}
   void write(std::string_view chunk) override { stream_->write(chunk); }
   void post(std::shared_ptr<PostedWork> work) override { stream_->target()->post(std::move(work)); }
+  int loop_index() const override { return stream_->target()->loop_index(); }
   void close() override { stream_->closed(index_); }
   void on_disconnect(std::function<void()> callback) override {
     chain_->push_back(std::make_shared<std::function<void()>>(std::move(callback)));
