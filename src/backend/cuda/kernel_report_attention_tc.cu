@@ -14,6 +14,7 @@
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_timing.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -39,24 +40,6 @@ std::vector<float> normal(std::mt19937& rng, size_t n, bool bf16_exact) {
   std::vector<float> v(n);
   for (auto& x : v) x = bf16_exact ? bf16r(g(rng)) : g(rng);
   return v;
-}
-
-// ms per call of f, after one warm-up call.
-template <class F>
-double time_ms(Exec& e, int iters, F f) {
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  f();
-  cudaEventRecord(t0, e.stream);
-  for (int i = 0; i < iters; ++i) f();
-  cudaEventRecord(t1, e.stream);
-  cudaEventSynchronize(t1);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, t0, t1);
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
-  return ms / iters;
 }
 
 void check_launch(Exec& e, std::mt19937& rng, const Launch& l, int ratio, bool official,

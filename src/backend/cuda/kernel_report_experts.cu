@@ -15,6 +15,7 @@
 
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_timing.cuh"
 #include "backend/cuda/moe_grouped.cuh"
 #include "backend/cuda/ops.cuh"
 
@@ -88,22 +89,6 @@ std::vector<int32_t> skewed_routing(int64_t slots, int E, std::mt19937& rng) {
   std::uniform_int_distribution<int> pick(0, E / 2 - 1), coin(0, 9);
   for (auto& v : idx) v = coin(rng) < 6 ? 3 : pick(rng);
   return idx;
-}
-
-float time_ms(Exec& e, int iters, const auto& body) {
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  body();  // warm-up
-  cudaEventRecord(t0, e.stream);
-  for (int i = 0; i < iters; ++i) body();
-  cudaEventRecord(t1, e.stream);
-  cudaEventSynchronize(t1);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, t0, t1);
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
-  return ms / static_cast<float>(iters);
 }
 
 }  // namespace

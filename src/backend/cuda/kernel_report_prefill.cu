@@ -12,27 +12,11 @@
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
 #include "backend/cuda/kernel_report_matrix.cuh"
+#include "backend/cuda/kernel_report_timing.cuh"
 #include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda {
 namespace {
-
-template <class F>
-double time_ms(Exec& e, int iters, F f) {
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  f();
-  cudaEventRecord(t0, e.stream);
-  for (int i = 0; i < iters; ++i) f();
-  cudaEventRecord(t1, e.stream);
-  cudaEventSynchronize(t1);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, t0, t1);
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
-  return ms / iters;
-}
 
 // run(): the kernel under test into y; the reference body of linear() into y first.
 template <class Run>
