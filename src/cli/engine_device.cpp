@@ -1,6 +1,7 @@
 // The engine runner by device (see engine_device.h).
 #include "cli/engine_device.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -109,6 +110,10 @@ Result<std::unique_ptr<engine::ModelRunner>> make_engine_runner(model::Model& mo
                            c.scheduler.max_model_len, c.kv.block_size, c.kv.prefix_caching),
       "", c, note, /*paged=*/true);
   if (!o.ok()) return o.error();
+  // One prefill launch per step: every launch streams all the weights again, so a step's prompt
+  // pieces (at most max_num_batched_tokens rows) go through at once (its scratch grows with it).
+  o.value().max_chunk_tokens =
+      std::max<int64_t>(o.value().max_chunk_tokens, c.scheduler.max_num_batched_tokens);
   return std::unique_ptr<engine::ModelRunner>(new engine::CudaModelRunner(model, o.value()));
 #else
   (void)config;
