@@ -14,7 +14,7 @@ struct StepBatcher::Pool {
 
 class StepBatcher::Batch final : public PostedWork, public std::enable_shared_from_this<Batch> {
  public:
-  explicit Batch(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+  explicit Batch(const std::shared_ptr<Pool>& pool) : pool_(pool) {}
   std::vector<Entry> entries;
   TokenStamp::Clock::time_point posted{};
 
@@ -22,12 +22,14 @@ class StepBatcher::Batch final : public PostedWork, public std::enable_shared_fr
   void run() override {
     for (Entry& e : entries) e.session->run_event(e.event, posted);
     entries.clear();  // the sessions' last references may go here, on their own thread
-    std::lock_guard lock(pool_->mu);
-    pool_->free.push_back(shared_from_this());
+    if (auto pool = pool_.lock()) {
+      std::lock_guard lock(pool->mu);
+      pool->free.push_back(shared_from_this());
+    }
   }
 
  private:
-  std::shared_ptr<Pool> pool_;
+  std::weak_ptr<Pool> pool_;  // the pool holds the batches it keeps: no cycle
 };
 
 StepBatcher::StepBatcher() : pool_(std::make_shared<Pool>()) {}
