@@ -10,12 +10,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include "engine/engine.h"
+#include "scripted_model.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
 #include "server/router.h"
-#include "scripted_model.h"
 #include "tokenizer/cache_dir.h"
 #include "tokenizer/tokenizer.h"
 
@@ -63,9 +65,44 @@ Json parse(const std::string& text) {
 const char* kTools =
     R"("tools":[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])";
 
+// The scripted answer as a Chat Completions stream: its deltas concatenate to the complete answer.
+void expect_weather_stream(const std::string& sse) {
+  std::string reasoning, content, args, name, finish;
+  size_t pos = 0;
+  bool done = false;
+  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
+    const size_t end = sse.find("\n\n", pos);
+    const std::string data = sse.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    Json chunk = parse(data);
+    const auto& c = chunk.at("choices").at(0).as_object();
+    const auto& d = c.at("delta").as_object();
+    if (auto* x = d.if_contains("reasoning_content"); x && x->is_string())
+      reasoning += x->as_string();
+    if (auto* x = d.if_contains("content"); x && x->is_string()) content += x->as_string();
+    if (auto* tc = d.if_contains("tool_calls")) {
+      const auto& f = tc->at(0).at("function").as_object();
+      if (auto* n = f.if_contains("name")) name += n->as_string();
+      args += f.at("arguments").as_string();
+    }
+    if (c.at("finish_reason").is_string()) finish = c.at("finish_reason").as_string();
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(reasoning, "Let me check the weather.");
+  EXPECT_EQ(content, "I'll look it up.");
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(args, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(finish, "tool_calls");
+}
+
 class ApiE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    if (tokenizer_) return;  // one for every suite of this fixture (it lives to the end)
     auto tok = tokenizer::Tokenizer::from_path(tokenizer::deepseek_tokenizer_dir(true));
     if (!tok.ok()) return;
     tokenizer_ = std::move(tok).value().release();
@@ -92,6 +129,7 @@ class ApiE2E : public ::testing::Test {
     router_->set_ready(true);
     HttpServerOptions http_options;
     http_options.port = 0;
+    http_options.io_threads = io_threads();
     server_ = std::make_unique<HttpServer>(http_options, [this](HttpRequest q, ResponderPtr r) {
       router_->handle(std::move(q), std::move(r));
     });
@@ -105,6 +143,7 @@ class ApiE2E : public ::testing::Test {
     engine_.reset();
   }
   uint16_t port() const { return server_->port(); }
+  virtual int io_threads() const { return 1; }
 
   static tokenizer::Tokenizer* tokenizer_;
   std::unique_ptr<testing::ScriptedModel> model_;
@@ -117,9 +156,11 @@ class ApiE2E : public ::testing::Test {
 tokenizer::Tokenizer* ApiE2E::tokenizer_ = nullptr;
 
 TEST_F(ApiE2E, ChatCompleteHasReasoningContentAndToolCall) {
-  auto r = post(port(), "/v1/chat/completions",
-                std::string(R"({"model":"deepseek-v4-flash","messages":[{"role":"user","content":"Weather in Paris?"}],)") +
-                    kTools + "}");
+  auto r = post(
+      port(), "/v1/chat/completions",
+      std::string(
+          R"({"model":"deepseek-v4-flash","messages":[{"role":"user","content":"Weather in Paris?"}],)") +
+          kTools + "}");
   ASSERT_EQ(r.status, 200) << r.body;
   Json v = parse(r.body);
   const auto& choice = v.at("choices").at(0).as_object();
@@ -137,44 +178,45 @@ TEST_F(ApiE2E, ChatCompleteHasReasoningContentAndToolCall) {
 }
 
 TEST_F(ApiE2E, ChatStreamConcatenatesToTheCompleteAnswer) {
-  auto r = post(port(), "/v1/chat/completions",
-                std::string(R"({"model":"deepseek-v4-flash","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Weather?"}],)") +
-                    kTools + "}");
+  auto r = post(
+      port(), "/v1/chat/completions",
+      std::string(
+          R"({"model":"deepseek-v4-flash","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Weather?"}],)") +
+          kTools + "}");
   ASSERT_EQ(r.status, 200) << r.body;
-  std::string reasoning, content, args, name, finish;
-  size_t pos = 0;
-  bool done = false;
-  while ((pos = r.body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = r.body.find("\n\n", pos);
-    const std::string data = r.body.substr(pos + 6, end - pos - 6);
-    pos = end;
-    if (data == "[DONE]") {
-      done = true;
-      continue;
-    }
-    Json chunk = parse(data);
-    const auto& c = chunk.at("choices").at(0).as_object();
-    const auto& d = c.at("delta").as_object();
-    if (auto* x = d.if_contains("reasoning_content"); x && x->is_string()) reasoning += x->as_string();
-    if (auto* x = d.if_contains("content"); x && x->is_string()) content += x->as_string();
-    if (auto* tc = d.if_contains("tool_calls")) {
-      const auto& f = tc->at(0).at("function").as_object();
-      if (auto* n = f.if_contains("name")) name += n->as_string();
-      args += f.at("arguments").as_string();
-    }
-    if (c.at("finish_reason").is_string()) finish = c.at("finish_reason").as_string();
+  expect_weather_stream(r.body);
+}
+
+// Many streams over several I/O threads at once: the engine hands each step's events to the
+// threads in per-thread batches (StepBatcher), and every stream still carries its whole answer.
+class ApiE2EThreads : public ApiE2E {
+ protected:
+  int io_threads() const override { return 3; }
+};
+
+TEST_F(ApiE2EThreads, ConcurrentStreamsEachCarryTheWholeAnswer) {
+  constexpr int kStreams = 24;
+  std::vector<Reply> replies(kStreams);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kStreams; ++i)
+    clients.emplace_back([this, i, &replies] {
+      replies[static_cast<size_t>(i)] = post(
+          port(), "/v1/chat/completions",
+          std::string(
+              R"({"model":"deepseek-v4-flash","stream":true,"messages":[{"role":"user","content":"Weather?"}],)") +
+              kTools + "}");
+    });
+  for (auto& t : clients) t.join();
+  for (const Reply& r : replies) {
+    ASSERT_EQ(r.status, 200) << r.body;
+    expect_weather_stream(r.body);
   }
-  EXPECT_TRUE(done);
-  EXPECT_EQ(reasoning, "Let me check the weather.");
-  EXPECT_EQ(content, "I'll look it up.");
-  EXPECT_EQ(name, "get_weather");
-  EXPECT_EQ(args, "{\"city\": \"Paris\"}");
-  EXPECT_EQ(finish, "tool_calls");
 }
 
 TEST_F(ApiE2E, MessagesCompleteHasThinkingTextAndToolUse) {
-  auto r = post(port(), "/v1/messages",
-                R"({"model":"deepseek-v4-flash","max_tokens":200,"messages":[{"role":"user","content":"Weather?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]})");
+  auto r = post(
+      port(), "/v1/messages",
+      R"({"model":"deepseek-v4-flash","max_tokens":200,"messages":[{"role":"user","content":"Weather?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]})");
   ASSERT_EQ(r.status, 200) << r.body;
   Json v = parse(r.body);
   const auto& content = v.at("content").as_array();
@@ -188,8 +230,9 @@ TEST_F(ApiE2E, MessagesCompleteHasThinkingTextAndToolUse) {
 }
 
 TEST_F(ApiE2E, ResponsesCompleteHasReasoningMessageAndFunctionCall) {
-  auto r = post(port(), "/v1/responses",
-                R"({"model":"deepseek-v4-flash","input":"Weather?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]})");
+  auto r = post(
+      port(), "/v1/responses",
+      R"({"model":"deepseek-v4-flash","input":"Weather?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]})");
   ASSERT_EQ(r.status, 200) << r.body;
   Json v = parse(r.body);
   const auto& output = v.at("output").as_array();
@@ -207,14 +250,17 @@ TEST_F(ApiE2E, RequestErrorsAreApiShaped) {
   EXPECT_NE(r.body.find("Empty input messages"), std::string::npos) << r.body;
   r = post(port(), "/v1/messages", "{not json");
   EXPECT_EQ(r.status, 400);
-  EXPECT_EQ(r.body.rfind(R"({"type":"error","error":{"type":"invalid_request_error")", 0), 0u) << r.body;
-  r = post(port(), "/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(r.body.rfind(R"({"type":"error","error":{"type":"invalid_request_error")", 0), 0u)
+      << r.body;
+  r = post(port(), "/v1/chat/completions",
+           R"({"model":"nope","messages":[{"role":"user","content":"x"}]})");
   EXPECT_EQ(r.status, 404);
 }
 
 TEST_F(ApiE2E, LegacyCompletionsStopsAtStopSequence) {
-  auto r = post(port(), "/v1/completions",
-                R"({"model":"deepseek-v4-flash","prompt":"Once","max_tokens":50,"stop":["weather"]})");
+  auto r =
+      post(port(), "/v1/completions",
+           R"({"model":"deepseek-v4-flash","prompt":"Once","max_tokens":50,"stop":["weather"]})");
   ASSERT_EQ(r.status, 200) << r.body;
   Json v = parse(r.body);
   EXPECT_EQ(v.at("object"), "text_completion");
