@@ -23,7 +23,8 @@ fail() {
 }
 
 start_serve() {
-  "$bin" serve --port 0 "$@" 2>"$tmp/log" &
+  : >"$tmp/log"  # exists before the first read below (the background job may not have opened it)
+  "$bin" serve --port 0 "$@" 2>>"$tmp/log" &
   pid=$!
   local port=""
   for _ in $(seq 100); do
