@@ -56,6 +56,28 @@ inline cuda::SampleSpec device_spec(const DeviceSample* d) {
 }
 static_assert(cuda::kMaxDeviceTopK >= kDeviceSampleMaxTopK);
 
+// A forward of B pieces whose last rows go to the engine's logits rows `rows` (-1: none):
+// forward(dst) writes the B rows to dst, straight into the engine's rows when every piece wants
+// them and they follow one another, else into `scratch` and copied from there; no_rows() runs
+// instead when no piece wants its logits.
+template <class Forward, class NoRows>
+Status forward_into_rows(std::span<const int64_t> rows, int64_t V, std::vector<float>& scratch,
+                         std::span<float> logits, Forward forward, NoRows no_rows) {
+  const size_t B = rows.size();
+  bool any = false, direct = rows[0] >= 0;
+  for (size_t b = 0; b < B; ++b) {
+    any |= rows[b] >= 0;
+    direct = direct && rows[b] == rows[0] + static_cast<int64_t>(b);
+  }
+  if (!any) return no_rows();
+  if (direct) return forward(logits.data() + rows[0] * V);
+  scratch.resize(B * static_cast<size_t>(V));
+  if (Status st = forward(scratch.data()); !st.ok()) return st;
+  for (size_t b = 0; b < B; ++b)
+    if (rows[b] >= 0) std::copy_n(scratch.data() + b * V, V, logits.data() + rows[b] * V);
+  return Status::Ok();
+}
+
 // Models whose decode() also samples on the device (cuda::CudaModel).
 template <class Model>
 concept SamplesOnDevice = requires(Model& m, std::span<const int> seqs,
@@ -92,25 +114,13 @@ Status run_slot_decodes(Model& model, int64_t V, SlotStepScratch& s, std::span<f
       return Status::Ok();
     }
   }
-  // Straight into the engine's rows when every piece wants logits and their rows follow one
-  // another (a plain decode step); otherwise through scratch.
-  bool direct = s.dec_rows[0] >= 0;
-  for (size_t b = 1; b < B && direct; ++b) direct = s.dec_rows[b] == s.dec_rows[0] + int64_t(b);
-  if (direct)
-    return model.decode(s.dec_slots, s.dec_ids, logits.data() + s.dec_rows[0] * V, nullptr);
-  bool any = false;
-  for (int64_t r : s.dec_rows) any |= r >= 0;
-  if (!any) {  // recomputed positions only: the argmax copy-back waits for the step
-    s.dec_argmax.resize(B);
-    return model.decode(s.dec_slots, s.dec_ids, nullptr, s.dec_argmax.data());
-  }
-  s.dec_logits.resize(B * static_cast<size_t>(V));
-  if (Status st = model.decode(s.dec_slots, s.dec_ids, s.dec_logits.data(), nullptr); !st.ok())
-    return st;
-  for (size_t b = 0; b < B; ++b)
-    if (s.dec_rows[b] >= 0)
-      std::copy_n(s.dec_logits.data() + b * V, V, logits.data() + s.dec_rows[b] * V);
-  return Status::Ok();
+  return forward_into_rows(
+      s.dec_rows, V, s.dec_logits, logits,
+      [&](float* rows) { return model.decode(s.dec_slots, s.dec_ids, rows, nullptr); },
+      [&] {  // recomputed positions only: the argmax copy-back waits for the step
+        s.dec_argmax.resize(B);
+        return model.decode(s.dec_slots, s.dec_ids, nullptr, s.dec_argmax.data());
+      });
 }
 
 // Models that prefill several slots' prompt pieces in shared launches (cuda::CudaModel).
@@ -121,26 +131,14 @@ concept PrefillsBatches = requires(Model& m, std::span<const int> seqs,
 };
 
 // One round's prompt pieces (s.pf_*) through one prefill_batch: each piece's last row goes to its
-// logits row (-1: none). Straight into the engine's rows when every piece wants them and they
-// follow one another; otherwise through scratch.
+// logits row (-1: none).
 template <class Model>
 Status run_slot_prefills(Model& model, int64_t V, SlotStepScratch& s, std::span<float> logits) {
-  const size_t B = s.pf_slots.size();
-  if (B == 0) return Status::Ok();
-  bool any = false, direct = s.pf_rows[0] >= 0;
-  for (size_t b = 0; b < B; ++b) {
-    any |= s.pf_rows[b] >= 0;
-    direct = direct && s.pf_rows[b] == s.pf_rows[0] + static_cast<int64_t>(b);
-  }
-  if (!any) return model.prefill_batch(s.pf_slots, s.pf_ids, nullptr);
-  if (direct) return model.prefill_batch(s.pf_slots, s.pf_ids, logits.data() + s.pf_rows[0] * V);
-  s.pf_logits.resize(B * static_cast<size_t>(V));
-  if (Status st = model.prefill_batch(s.pf_slots, s.pf_ids, s.pf_logits.data()); !st.ok())
-    return st;
-  for (size_t b = 0; b < B; ++b)
-    if (s.pf_rows[b] >= 0)
-      std::copy_n(s.pf_logits.data() + b * V, V, logits.data() + s.pf_rows[b] * V);
-  return Status::Ok();
+  if (s.pf_slots.empty()) return Status::Ok();
+  return forward_into_rows(
+      s.pf_rows, V, s.pf_logits, logits,
+      [&](float* rows) { return model.prefill_batch(s.pf_slots, s.pf_ids, rows); },
+      [&] { return model.prefill_batch(s.pf_slots, s.pf_ids, nullptr); });
 }
 
 // Models whose entry stores are paged by the engine's blocks, with block snapshots
