@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -36,10 +37,9 @@ struct Engine::Impl {
   bool job_done = false;
   bool worker_stop = false;
 
-  std::unordered_map<uint64_t, EventCallback> callbacks;  // engine thread only
-  std::function<void()> after_deliver;                    // engine thread only
-  std::function<void()> new_after_deliver;                // under inbox_mutex
-  bool after_deliver_changed = false;                     // under inbox_mutex
+  std::unordered_map<uint64_t, EventCallback> callbacks;   // engine thread only
+  std::function<void()> after_deliver;                     // engine thread only
+  std::optional<std::function<void()>> new_after_deliver;  // under inbox_mutex, until taken
   SchedulerOutput outs[2];
   ModelOutput model_out;
 
@@ -168,9 +168,9 @@ void Engine::drain_inbox(std::vector<RequestEvent>& events) {
     std::lock_guard lock(m.inbox_mutex);
     submissions.swap(m.submissions);
     aborts.swap(m.aborts);
-    if (m.after_deliver_changed) {
-      m.after_deliver = std::move(m.new_after_deliver);
-      m.after_deliver_changed = false;
+    if (m.new_after_deliver) {
+      m.after_deliver = std::move(*m.new_after_deliver);
+      m.new_after_deliver.reset();
     }
   }
   for (Submission& s : submissions) {
@@ -210,12 +210,8 @@ void Engine::deliver(std::vector<RequestEvent>& events) {
 
 void Engine::set_after_deliver(std::function<void()> hook) {
   Impl& m = *impl_;
-  {
-    std::lock_guard lock(m.inbox_mutex);
-    m.new_after_deliver = std::move(hook);
-    m.after_deliver_changed = true;
-  }
-  m.inbox_cv.notify_all();
+  std::lock_guard lock(m.inbox_mutex);
+  m.new_after_deliver = std::move(hook);  // the loop takes it before its next submissions
 }
 
 void Engine::refresh_metrics(double step_seconds) {

@@ -85,21 +85,12 @@ void GenerationSession::enqueue(const engine::RequestEvent& ev) {
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(inbox_mu_);
-    // An event from elsewhere than Engine::deliver (none today) counts from now.
-    const auto handed = ev.handed_over == TokenStamp::Clock::time_point{} ? now : ev.handed_over;
+    const auto handed = handed_at(ev, now);
     if (inbox_.empty()) {
       inbox_handed_ = handed;
       inbox_since_ = now;
     }
-    if (ev.has_token) {
-      TokenStamp stamp;
-      stamp.produced = stamp.released = handed;
-      stamp.queued = now;
-      stamp.tokens = 1;
-      stamp.first = !token_queued_;
-      token_queued_ = true;
-      inbox_stamp_.merge(stamp);
-    }
+    if (ev.has_token) inbox_stamp_.merge(token_stamp(handed, now));
     inbox_.push_back(ev);
     schedule = !scheduled_;
     scheduled_ = true;
@@ -112,10 +103,8 @@ void GenerationSession::run() {
   {
     std::lock_guard lock(inbox_mu_);
     work_.swap(inbox_);
-    // Tokens an earlier pass held back waited for the engine until this pass's first event.
-    unsent_stamp_.released = inbox_handed_;
-    unsent_stamp_.queued = inbox_since_;
-    unsent_stamp_.picked = inbox_stamp_.picked = now;
+    begin_pass(inbox_handed_, inbox_since_, now);
+    inbox_stamp_.picked = now;
     unsent_stamp_.merge(std::exchange(inbox_stamp_, {}));
     scheduled_ = false;
   }
@@ -127,23 +116,41 @@ void GenerationSession::run() {
 void GenerationSession::run_event(const engine::RequestEvent& ev,
                                   TokenStamp::Clock::time_point posted) {
   const auto now = std::chrono::steady_clock::now();
-  const auto handed = ev.handed_over == TokenStamp::Clock::time_point{} ? posted : ev.handed_over;
-  // As run() after enqueue(): held-back tokens waited for the engine until this event.
-  unsent_stamp_.released = handed;
-  unsent_stamp_.queued = posted;
-  unsent_stamp_.picked = now;
+  const auto handed = handed_at(ev, posted);
+  begin_pass(handed, posted, now);
   if (ev.has_token) {
-    TokenStamp stamp;
-    stamp.produced = stamp.released = handed;
-    stamp.queued = posted;
+    TokenStamp stamp = token_stamp(handed, posted);
     stamp.picked = now;
-    stamp.tokens = 1;
-    stamp.first = !token_queued_;
-    token_queued_ = true;
     unsent_stamp_.merge(stamp);
   }
   on_engine_event(ev);
   flush_frames();
+}
+
+TokenStamp::Clock::time_point GenerationSession::handed_at(const engine::RequestEvent& ev,
+                                                           TokenStamp::Clock::time_point queued) {
+  // An event from elsewhere than Engine::deliver (none today) counts from when it was queued.
+  return ev.handed_over == TokenStamp::Clock::time_point{} ? queued : ev.handed_over;
+}
+
+TokenStamp GenerationSession::token_stamp(TokenStamp::Clock::time_point handed,
+                                          TokenStamp::Clock::time_point queued) {
+  TokenStamp stamp;
+  stamp.produced = stamp.released = handed;
+  stamp.queued = queued;
+  stamp.tokens = 1;
+  stamp.first = !token_queued_;
+  token_queued_ = true;
+  return stamp;
+}
+
+void GenerationSession::begin_pass(TokenStamp::Clock::time_point handed,
+                                   TokenStamp::Clock::time_point queued,
+                                   TokenStamp::Clock::time_point picked) {
+  // Tokens an earlier pass held back waited for the engine until this pass's first event.
+  unsent_stamp_.released = handed;
+  unsent_stamp_.queued = queued;
+  unsent_stamp_.picked = picked;
 }
 
 void GenerationSession::on_engine_event(const engine::RequestEvent& ev) {

@@ -83,6 +83,17 @@ class GenerationSession final : public recipe::EventSink,
 
  private:
   void on_engine_event(const engine::RequestEvent& event);
+  // When the engine began handing `event`'s step over (`queued` if it was not stamped).
+  static TokenStamp::Clock::time_point handed_at(const engine::RequestEvent& event,
+                                                 TokenStamp::Clock::time_point queued);
+  // A token event's stamp; the stream's first token is marked (under inbox_mu_ on the enqueue
+  // path).
+  TokenStamp token_stamp(TokenStamp::Clock::time_point handed,
+                         TokenStamp::Clock::time_point queued);
+  // A pass over new events begins: what an earlier pass held back waited for the engine until
+  // then.
+  void begin_pass(TokenStamp::Clock::time_point handed, TokenStamp::Clock::time_point queued,
+                  TokenStamp::Clock::time_point picked);
   void feed(std::string_view text, int64_t tokens);
   void finish(recipe::BackendFinish reason);
   void abort_engine();
