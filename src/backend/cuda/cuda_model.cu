@@ -549,18 +549,21 @@ Status CudaModel::synchronize() { return impl_->exec.sync(); }
 
 namespace {
 
+// The comma-separated numbers of environment variable `name` (none when unset).
+std::vector<int64_t> env_numbers(const char* name) {
+  std::vector<int64_t> v;
+  if (const char* env = std::getenv(name)) {
+    std::stringstream ss(env);
+    for (std::string item; std::getline(ss, item, ',');) v.push_back(std::atoll(item.c_str()));
+  }
+  return v;
+}
+
 // DEEPINFER_CUDA_PROFILE_BATCH=1,16: decode steps of those batch sizes run between
 // cudaProfilerStart/Stop, so `ncu --profile-from-start off` times exactly their kernels
 // (tools/bench/profile_decode.sh).
 bool profiled_batch(int batch) {
-  static const std::vector<int> batches = [] {
-    std::vector<int> v;
-    if (const char* env = std::getenv("DEEPINFER_CUDA_PROFILE_BATCH")) {
-      std::stringstream ss(env);
-      for (std::string item; std::getline(ss, item, ',');) v.push_back(std::atoi(item.c_str()));
-    }
-    return v;
-  }();
+  static const std::vector<int64_t> batches = env_numbers("DEEPINFER_CUDA_PROFILE_BATCH");
   return std::find(batches.begin(), batches.end(), batch) != batches.end();
 }
 
@@ -568,14 +571,7 @@ bool profiled_batch(int batch) {
 // cudaProfilerStart/Stop, from the second prefill call that reaches one on (the first is a
 // warm-up), so `ncu --profile-from-start off` times one chunk (tools/bench/profile_prefill.sh).
 bool profiled_chunk(int64_t pos) {
-  static const std::vector<int64_t> starts = [] {
-    std::vector<int64_t> v;
-    if (const char* env = std::getenv("DEEPINFER_CUDA_PROFILE_PREFILL")) {
-      std::stringstream ss(env);
-      for (std::string item; std::getline(ss, item, ',');) v.push_back(std::atoll(item.c_str()));
-    }
-    return v;
-  }();
+  static const std::vector<int64_t> starts = env_numbers("DEEPINFER_CUDA_PROFILE_PREFILL");
   static int hits = 0;
   if (std::find(starts.begin(), starts.end(), pos) == starts.end()) return false;
   return ++hits > static_cast<int>(starts.size());

@@ -15,7 +15,7 @@
 
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
-#include "backend/cuda/kernel_report_timing.cuh"
+#include "backend/cuda/kernel_report_measure.cuh"
 #include "backend/cuda/moe_grouped.cuh"
 #include "backend/cuda/ops.cuh"
 

@@ -12,7 +12,7 @@
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
 #include "backend/cuda/kernel_report_matrix.cuh"
-#include "backend/cuda/kernel_report_timing.cuh"
+#include "backend/cuda/kernel_report_measure.cuh"
 #include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda {
@@ -34,23 +34,14 @@ KernelCheck compare(Exec& e, const std::string& what, const float* x, int64_t n,
   run();
   e.to_host(got.data(), y.ptr, y.bytes());
   const double ms = time_ms(e, 10, run);
-  double mag = 0, diff = 0;
-  int64_t bad = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (!std::isfinite(ref[i]) || !std::isfinite(got[i])) {
-      ++bad;
-      continue;
-    }
-    mag = std::max(mag, static_cast<double>(std::fabs(ref[i])));
-    diff = std::max(diff, static_cast<double>(std::fabs(ref[i] - got[i])));
-  }
+  const OutputError err = max_rel_error(ref, got);
   KernelCheck kc;
   kc.tolerance = tolerance;
-  kc.rel_error = bad > 0 || mag == 0 || !e.sync().ok() ? 1.0 : diff / mag;
+  kc.rel_error = e.sync().ok() ? err.rel : 1.0;
   char line[256];
   std::snprintf(line, sizeof line, "%-44s %8.4f ms  %6.1f TFLOP/s  rel.err %.2e (tol %.0e)%s",
                 what.c_str(), ms, flops / ms * 1e-9, kc.rel_error, tolerance,
-                bad ? " (non-finite values)" : "");
+                err.non_finite ? " (non-finite values)" : "");
   kc.line = line;
   return kc;
 }
