@@ -33,6 +33,7 @@ __device__ float block_max(float v, float* shared) {
 template <int kCols>
 __global__ void __launch_bounds__(kAttnThreads)
     attention_kernel(const Rows rw, const AttnArgs a, int S, float* __restrict__ o) {
+  pdl_begin();
   extern __shared__ unsigned char shared_bytes[];
   const int D = a.D;
   const float** keys = reinterpret_cast<const float**>(shared_bytes);
@@ -216,6 +217,7 @@ size_t indexer_shared_bytes(const IndexerArgs& a) {
 __global__ void __launch_bounds__(kIdxThreads)
     indexer_scores_kernel(const Rows rw, const IndexerArgs ia, int64_t blocks_per_row, float sscale,
                           float* __restrict__ scores) {
+  pdl_begin();
   extern __shared__ float ishared[];
   const int dim = ia.dim, H = ia.heads, tid = threadIdx.x;
   const int warp = tid / 32, lane = tid % 32;
@@ -276,6 +278,7 @@ constexpr int kRankThreads = 256, kRankChunk = 2048;
 __global__ void __launch_bounds__(kRankThreads)
     indexer_rank_kernel(const Rows rw, const IndexerArgs ia, int64_t blocks_per_row,
                         const float* __restrict__ scores, int32_t* sel, int32_t* cnt) {
+  pdl_begin();
   __shared__ float chunk[kRankChunk];
   const int64_t r = blockIdx.x / blocks_per_row;
   const int64_t j = (blockIdx.x % blocks_per_row) * kRankThreads + threadIdx.x;
@@ -317,11 +320,11 @@ void attention_fast(Exec& e, const Rows& rows, const AttnArgs& a, float* o) {
   const int S = a.W + a.cslots();
   const unsigned g = static_cast<unsigned>(blocks);
   if (a.D <= kAttnThreads) {
-    attention_kernel<1><<<g, kAttnThreads, shared, e.stream>>>(rows, a, S, o);
+    e.launch(attention_kernel<1>, g, kAttnThreads, shared, rows, a, S, o);
   } else if (a.D <= 2 * kAttnThreads) {
-    attention_kernel<2><<<g, kAttnThreads, shared, e.stream>>>(rows, a, S, o);
+    e.launch(attention_kernel<2>, g, kAttnThreads, shared, rows, a, S, o);
   } else {
-    attention_kernel<4><<<g, kAttnThreads, shared, e.stream>>>(rows, a, S, o);
+    e.launch(attention_kernel<4>, g, kAttnThreads, shared, rows, a, S, o);
   }
   e.note(cudaGetLastError());
 }
@@ -335,9 +338,8 @@ void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* s
   if (rows.n <= 0 || a.capacity <= 0) return;
   const int64_t score_blocks = (a.capacity + kIdxEntries - 1) / kIdxEntries;
   const float sscale = 1.0f / sqrtf(static_cast<float>(a.dim));  // as the reference, on the host
-  indexer_scores_kernel<<<static_cast<unsigned>(rows.n * score_blocks), kIdxThreads,
-                          indexer_shared_bytes(a), e.stream>>>(rows, a, score_blocks, sscale,
-                                                               scores);
+  e.launch(indexer_scores_kernel, static_cast<unsigned>(rows.n * score_blocks), kIdxThreads,
+           indexer_shared_bytes(a), rows, a, score_blocks, sscale, scores);
   e.note(cudaGetLastError());
   if (topk_select_supported(a.topk, a.capacity)) {
     topk_select(e, rows, {.scores = scores, .stride = a.capacity, .ratio = a.ratio, .topk = a.topk},
@@ -345,8 +347,8 @@ void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* s
     return;
   }
   const int64_t rank_blocks = (a.capacity + kRankThreads - 1) / kRankThreads;
-  indexer_rank_kernel<<<static_cast<unsigned>(rows.n * rank_blocks), kRankThreads, 0, e.stream>>>(
-      rows, a, rank_blocks, scores, sel, cnt);
+  e.launch(indexer_rank_kernel, static_cast<unsigned>(rows.n * rank_blocks), kRankThreads, 0, rows,
+           a, rank_blocks, scores, sel, cnt);
   e.note(cudaGetLastError());
 }
 

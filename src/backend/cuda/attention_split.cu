@@ -129,6 +129,7 @@ template <int kCols>
 __global__ void __launch_bounds__(kThreads)
     split_exact_kernel(const Rows rw, const AttnArgs a, int S, int chunk,
                        float* __restrict__ part) {
+  pdl_begin();
   __shared__ const float* keys[kMaxChunk];
   __shared__ float lg[kMaxChunk], qs[4 * kThreads], red[kThreads / 32];
   const int64_t rh = blockIdx.x, r = rh / a.H;
@@ -166,6 +167,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     split_exact_merge_kernel(const AttnArgs a, int chunks, const float* __restrict__ part,
                              float* __restrict__ o) {
+  pdl_begin();
   const int64_t rh = blockIdx.x;
   const int D = a.D;
   const float* p = part + rh * chunks * (D + 2);
@@ -192,6 +194,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     split_official_logits_kernel(const Rows rw, const AttnArgs a, int S, int chunk,
                                  float* __restrict__ logits) {
+  pdl_begin();
   __shared__ const float* keys[kMaxChunk];
   __shared__ float lg[kMaxChunk], qs[4 * kThreads];
   const int64_t rh = blockIdx.x, r = rh / a.H;
@@ -207,6 +210,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     split_official_softmax_kernel(const Rows rw, const AttnArgs a, int S,
                                   float* __restrict__ logits) {
+  pdl_begin();
   __shared__ float tile_max[kMaxSplitTiles], rescale[kMaxSplitTiles], psum[kMaxSplitTiles],
       later[kMaxSplitTiles];
   __shared__ int tile_any[kMaxSplitTiles];
@@ -278,6 +282,7 @@ template <int kCols>
 __global__ void __launch_bounds__(kThreads)
     split_official_pv_kernel(const Rows rw, const AttnArgs a, int S, int chunk,
                              const float* __restrict__ weights, float* __restrict__ part) {
+  pdl_begin();
   __shared__ const float* keys[kMaxChunk];
   const int64_t rh = blockIdx.x, r = rh / a.H;
   const int b = blockIdx.y, chunks = gridDim.y, D = a.D;
@@ -300,6 +305,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     split_official_sum_kernel(const AttnArgs a, int chunks, const float* __restrict__ part,
                               float* __restrict__ o) {
+  pdl_begin();
   const int64_t rh = blockIdx.x;
   const int D = a.D;
   for (int c = threadIdx.x; c < D; c += kThreads) {
@@ -355,29 +361,26 @@ void attention_split(Exec& e, const Rows& rows, const AttnArgs& a, const SplitKv
   const int cols = a.D <= kThreads ? 1 : a.D <= 2 * kThreads ? 2 : 4;
   if (!a.official) {
     if (cols == 1)
-      split_exact_kernel<1><<<grid, kThreads, 0, e.stream>>>(rows, a, p.S, p.chunk, scratch);
+      e.launch(split_exact_kernel<1>, grid, kThreads, 0, rows, a, p.S, p.chunk, scratch);
     if (cols == 2)
-      split_exact_kernel<2><<<grid, kThreads, 0, e.stream>>>(rows, a, p.S, p.chunk, scratch);
+      e.launch(split_exact_kernel<2>, grid, kThreads, 0, rows, a, p.S, p.chunk, scratch);
     if (cols == 4)
-      split_exact_kernel<4><<<grid, kThreads, 0, e.stream>>>(rows, a, p.S, p.chunk, scratch);
-    split_exact_merge_kernel<<<rh, kThreads, 0, e.stream>>>(a, p.chunks, scratch, o);
+      e.launch(split_exact_kernel<4>, grid, kThreads, 0, rows, a, p.S, p.chunk, scratch);
+    e.launch(split_exact_merge_kernel, rh, kThreads, 0, a, p.chunks, scratch, o);
     e.note(cudaGetLastError());
     return;
   }
   float* weights = scratch;
   float* part = scratch + int64_t{rh} * p.S;
-  split_official_logits_kernel<<<grid, kThreads, 0, e.stream>>>(rows, a, p.S, p.chunk, weights);
-  split_official_softmax_kernel<<<rh, kThreads, 0, e.stream>>>(rows, a, p.S, weights);
+  e.launch(split_official_logits_kernel, grid, kThreads, 0, rows, a, p.S, p.chunk, weights);
+  e.launch(split_official_softmax_kernel, rh, kThreads, 0, rows, a, p.S, weights);
   if (cols == 1)
-    split_official_pv_kernel<1>
-        <<<grid, kThreads, 0, e.stream>>>(rows, a, p.S, p.chunk, weights, part);
+    e.launch(split_official_pv_kernel<1>, grid, kThreads, 0, rows, a, p.S, p.chunk, weights, part);
   if (cols == 2)
-    split_official_pv_kernel<2>
-        <<<grid, kThreads, 0, e.stream>>>(rows, a, p.S, p.chunk, weights, part);
+    e.launch(split_official_pv_kernel<2>, grid, kThreads, 0, rows, a, p.S, p.chunk, weights, part);
   if (cols == 4)
-    split_official_pv_kernel<4>
-        <<<grid, kThreads, 0, e.stream>>>(rows, a, p.S, p.chunk, weights, part);
-  split_official_sum_kernel<<<rh, kThreads, 0, e.stream>>>(a, p.chunks, part, o);
+    e.launch(split_official_pv_kernel<4>, grid, kThreads, 0, rows, a, p.S, p.chunk, weights, part);
+  e.launch(split_official_sum_kernel, rh, kThreads, 0, a, p.chunks, part, o);
   e.note(cudaGetLastError());
 }
 

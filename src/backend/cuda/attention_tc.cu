@@ -91,6 +91,7 @@ __device__ inline void store4(__nv_bfloat16* hi, __nv_bfloat16* lo, int ld, int 
 template <bool kSplit>
 __global__ void __launch_bounds__(128)
     logits_kernel(const Rows rw, const AttnArgs a, int S, int groups, float* __restrict__ probs) {
+  pdl_begin();
   __shared__ __align__(16) __nv_bfloat16 qh[kHeads * kLdQK], kh[kSlotTile * kLdQK];
   __shared__ __align__(16) __nv_bfloat16 ql[kSplit ? kHeads * kLdQK : 1];
   __shared__ __align__(16) __nv_bfloat16 kl[kSplit ? kSlotTile * kLdQK : 1];
@@ -172,6 +173,7 @@ constexpr int kSoftmaxWarps = 8;
 
 __global__ void __launch_bounds__(kSoftmaxWarps * 32)
     softmax_kernel(const Rows rw, const AttnArgs a, int S, float* __restrict__ probs) {
+  pdl_begin();
   __shared__ float rescale_all[kSoftmaxWarps][kMaxTiles];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t rh = static_cast<int64_t>(blockIdx.x) * kSoftmaxWarps + warp;
@@ -250,6 +252,7 @@ template <bool kSplitV>
 __global__ void __launch_bounds__(256)
     pv_kernel(const Rows rw, const AttnArgs a, int S, int groups, const float* __restrict__ probs,
               float* __restrict__ o) {
+  pdl_begin();
   __shared__ __align__(16) __nv_bfloat16 ph[kHeads * kLdPV], pl[kHeads * kLdPV];
   __shared__ __align__(16) __nv_bfloat16 vh[kPvDims * kLdPV];
   __shared__ __align__(16) __nv_bfloat16 vl[kSplitV ? kPvDims * kLdPV : 1];
@@ -339,20 +342,20 @@ void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs
   const unsigned row_groups = static_cast<unsigned>(rows.n * groups);
   const dim3 lg(row_groups, static_cast<unsigned>((S + kSlotTile - 1) / kSlotTile));
   if (a.official) {
-    logits_kernel<false><<<lg, 128, 0, e.stream>>>(rows, a, S, groups, probs);
+    e.launch(logits_kernel<false>, lg, 128, 0, rows, a, S, groups, probs);
   } else {
-    logits_kernel<true><<<lg, 128, 0, e.stream>>>(rows, a, S, groups, probs);
+    e.launch(logits_kernel<true>, lg, 128, 0, rows, a, S, groups, probs);
   }
   e.note(cudaGetLastError());
   const int64_t pairs = rows.n * a.H;
-  softmax_kernel<<<static_cast<unsigned>((pairs + kSoftmaxWarps - 1) / kSoftmaxWarps),
-                   kSoftmaxWarps * 32, 0, e.stream>>>(rows, a, S, probs);
+  e.launch(softmax_kernel, static_cast<unsigned>((pairs + kSoftmaxWarps - 1) / kSoftmaxWarps),
+           kSoftmaxWarps * 32, 0, rows, a, S, probs);
   e.note(cudaGetLastError());
   const dim3 pg(row_groups, static_cast<unsigned>(a.D / kPvDims));
   if (a.official) {
-    pv_kernel<false><<<pg, 256, 0, e.stream>>>(rows, a, S, groups, probs, o);
+    e.launch(pv_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
   } else {
-    pv_kernel<true><<<pg, 256, 0, e.stream>>>(rows, a, S, groups, probs, o);
+    e.launch(pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
   }
   e.note(cudaGetLastError());
 }

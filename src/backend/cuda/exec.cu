@@ -2,6 +2,14 @@
 
 namespace deepinfer::cuda {
 
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("DEEPINFER_CUDA_PDL");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  return on;
+}
+
 void* Exec::alloc(size_t bytes) {
   if (emulate) return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   void* p = nullptr;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -18,8 +19,24 @@
 
 namespace deepinfer::cuda {
 
+// Programmatic dependent launch: Exec::launch lets a kernel's blocks start while the one before it
+// on the stream is still running, so every kernel it launches calls this first, before it reads
+// or writes memory: it waits until the grids it depends on have finished and their writes are
+// visible, then lets the next launch start its blocks (they wait at their own first line). A
+// no-op where the launch had no programmatic dependency.
+__device__ __forceinline__ void pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Whether Exec::launch asks for programmatic dependent launch (DEEPINFER_CUDA_PDL=0: off).
+bool pdl_enabled();
+
 template <class F>
 __global__ void for_each_kernel(int64_t n, F f) {
+  pdl_begin();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) f(i);
 }
@@ -42,8 +59,24 @@ struct Exec {
       return;
     }
     constexpr int kThreads = 256;
-    for_each_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-        n, f);
+    launch(for_each_kernel<F>, static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, n,
+           f);
+  }
+  // kernel<<<grid, block, shared, stream>>>(args...), as a programmatic dependent launch unless
+  // pdl_enabled() is false; the kernel must start with pdl_begin().
+  template <class... Params, class... Args>
+  void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, Args&&... args) {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = shared;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl_enabled() ? 1 : 0;
+    note(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
     note(cudaGetLastError());
   }
   void note(cudaError_t e) {

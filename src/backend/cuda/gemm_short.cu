@@ -12,6 +12,7 @@ constexpr int kRows = 16, kOuts = 32, kSlice = 256, kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     short_out_kernel(const float* __restrict__ x, int64_t ldx, int64_t n, DevWeight w,
                      float* __restrict__ y, int64_t ldy) {
+  pdl_begin();
   __shared__ float xs[kRows][kSlice + 1], ws[kOuts][kSlice + 1];
   const int tid = threadIdx.x, rl = tid / 16, ol = tid % 16;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kRows;
@@ -52,8 +53,8 @@ bool short_out_supported(const DevWeight& w) {
 void gemm_short_out(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                     int64_t ldy) {
   if (n <= 0) return;
-  short_out_kernel<<<static_cast<unsigned>((n + kRows - 1) / kRows), kThreads, 0, e.stream>>>(
-      x, ldx, n, w, y, ldy);
+  e.launch(short_out_kernel, static_cast<unsigned>((n + kRows - 1) / kRows), kThreads, 0, x, ldx, n,
+           w, y, ldy);
   e.note(cudaGetLastError());
 }
 

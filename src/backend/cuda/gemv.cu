@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "backend/cuda/cuda_model.h"
@@ -70,12 +71,14 @@ __device__ __forceinline__ void load8(const DevWeight& w, int64_t o, int64_t k, 
 template <int R>
 __global__ void gemv_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
                             float* __restrict__ y, int64_t ldy, bool round_out) {
+  pdl_begin();
   const int64_t o = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (o >= w.out) return;
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+#pragma unroll 4
   for (int64_t k = lane * 8; k < w.in; k += 256) {
     float wv[8];
     load8(w, o, k, wv);
@@ -104,6 +107,7 @@ constexpr int kTm = 64, kTn = 64, kTk = 32;
 // memory as fp32 per 32-wide K slice.
 __global__ void gemm_kernel(const float* __restrict__ x, int64_t ldx, int64_t n, DevWeight w,
                             float* __restrict__ y, int64_t ldy, bool round_out) {
+  pdl_begin();
   __shared__ float As[kTm][kTk + 1];
   __shared__ float Bs[kTn][kTk + 1];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -152,6 +156,7 @@ __global__ void gemv_experts_kernel(const float* __restrict__ x, bool x_per_slot
                                     int K, const DevWeight* __restrict__ experts,
                                     const int32_t* __restrict__ idx, float* __restrict__ y,
                                     int64_t ldy, int64_t out, int64_t in, bool official) {
+  pdl_begin();
   const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (g >= n_slots * out) return;
@@ -243,6 +248,7 @@ constexpr int kCols = 4;
 template <int R, DevFormat F>
 __global__ void gemv4_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
                              float* __restrict__ y, int64_t ldy, bool round_out) {
+  pdl_begin();
   constexpr int E = Chunk<F>::kElems;
   const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
   const int lane = threadIdx.x & 31;
@@ -298,19 +304,14 @@ __global__ void gemv4_kernel(const float* __restrict__ x, int64_t ldx, int n, De
 
 // One activation row against FP8 / FP4 weights, four columns per warp as gemv4_kernel<1> (the
 // same sums in the same order), but the four packed chunks are loaded before any is decoded:
-// fewer registers, so more warps and more bytes in flight per SM.
+// fewer registers, so more warps and more bytes in flight per SM. A lane's sums over the chunks
+// k0, k0 + step, … of columns o0 … o0 + 3.
 template <DevFormat F>
-__global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict__ x, DevWeight w,
-                                                        float* __restrict__ y, bool round_out) {
+__device__ __forceinline__ void row4_sums(const float* __restrict__ x, const DevWeight& w,
+                                          int64_t o0, int64_t k0, int64_t step, float* acc) {
   constexpr int E = 16;
-  const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
-  const int lane = threadIdx.x & 31;
-  if (o0 >= w.out) return;
-  float acc[kCols];
-#pragma unroll
-  for (int c = 0; c < kCols; ++c) acc[c] = 0.0f;
 #pragma unroll 2
-  for (int64_t k = lane * E; k < w.in; k += 32 * E) {
+  for (int64_t k = k0; k < w.in; k += step) {
     Packed<F> q[kCols];
     float sc[kCols];
 #pragma unroll
@@ -342,10 +343,53 @@ __global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict_
   }
 #pragma unroll
   for (int c = 0; c < kCols; ++c) {
-    float v = acc[c];
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0 && o0 + c < w.out) y[o0 + c] = round_out ? bf16r(v) : v;
+    for (int off = 16; off > 0; off >>= 1) acc[c] += __shfl_xor_sync(0xffffffffu, acc[c], off);
+  }
+}
+
+template <DevFormat F>
+__global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict__ x, DevWeight w,
+                                                        float* __restrict__ y, bool round_out) {
+  pdl_begin();
+  constexpr int E = 16;
+  const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
+  const int lane = threadIdx.x & 31;
+  if (o0 >= w.out) return;
+  float acc[kCols] = {};
+  row4_sums<F>(x, w, o0, lane * E, 32 * E, acc);
+#pragma unroll
+  for (int c = 0; c < kCols; ++c) {
+    if (lane == 0 && o0 + c < w.out) y[o0 + c] = round_out ? bf16r(acc[c]) : acc[c];
+  }
+}
+
+// The row kernel for matrices with too few column groups to fill the GPU (wo_b, the shared
+// expert): S warps share each group of four columns, warp s taking every S-th 512-element chunk
+// of the row, and their sums are added in slice order through shared memory.
+template <DevFormat F, int S>
+__global__ void __launch_bounds__(256)
+    gemv4_row_split_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
+                           bool round_out) {
+  pdl_begin();
+  constexpr int E = 16, kGroups = 256 / 32 / S;
+  __shared__ float part[kGroups][S][kCols];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = warp / S, s = warp % S;
+  const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kGroups + g) * kCols;
+  float acc[kCols] = {};
+  if (o0 < w.out) row4_sums<F>(x, w, o0, (s * 32 + lane) * E, 32 * E * S, acc);
+  if (lane == 0) {
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) part[g][s][c] = acc[c];
+  }
+  __syncthreads();
+  if (threadIdx.x < kGroups * kCols) {
+    const int gi = threadIdx.x / kCols, c = threadIdx.x % kCols;
+    const int64_t o = (static_cast<int64_t>(blockIdx.x) * kGroups + gi) * kCols + c;
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < S; ++i) v += part[gi][i][c];
+    if (o < w.out) y[o] = round_out ? bf16r(v) : v;
   }
 }
 
@@ -360,6 +404,8 @@ __device__ __forceinline__ void splitk_column(const float* __restrict__ x, int64
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    // Unrolled so a thread's loads are in flight together (the sums keep their order).
+#pragma unroll 4
   for (int64_t k = threadIdx.x * 8; k < w.in; k += 256 * 8) {
     float wv[8];
     load8(w, o, k, wv);
@@ -394,6 +440,7 @@ template <int R>
 __global__ void __launch_bounds__(256)
     gemv_splitk_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
                        float* __restrict__ y, int64_t ldy, bool round_out) {
+  pdl_begin();
   splitk_column<R>(x, ldx, n, w, blockIdx.x, y, ldy, round_out);
 }
 
@@ -411,6 +458,7 @@ struct SplitRowGroup {
 template <int R>
 __global__ void __launch_bounds__(256)
     gemv_splitk_group_kernel(int64_t ldx, int n, const __grid_constant__ SplitRowGroup g) {
+  pdl_begin();
   int j = 0;
   while (j + 1 < g.count && static_cast<int>(blockIdx.x) >= g.first[j + 1]) ++j;
   splitk_column<R>(g.x[j], ldx, n, g.w[j], blockIdx.x - g.first[j], g.y[j], g.ldy[j],
@@ -422,6 +470,7 @@ __global__ void experts4_kernel(const float* __restrict__ x, bool x_per_slot, in
                                 int K, const DevWeight* __restrict__ experts,
                                 const int32_t* __restrict__ idx, float* __restrict__ y, int64_t ldy,
                                 int64_t out, int64_t in, bool official) {
+  pdl_begin();
   constexpr int E = Chunk<F>::kElems;
   const int64_t groups = (out + kCols - 1) / kCols;
   const int64_t g = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
@@ -478,23 +527,55 @@ void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& 
   const unsigned blocks = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
   switch (w.format) {
     case DevFormat::F32:
-      gemv4_kernel<R, DevFormat::F32>
-          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      e.launch(gemv4_kernel<R, DevFormat::F32>, blocks, kThreads, 0, x, ldx, n, w, y, ldy,
+               round_out);
       break;
     case DevFormat::BF16:
-      gemv4_kernel<R, DevFormat::BF16>
-          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      e.launch(gemv4_kernel<R, DevFormat::BF16>, blocks, kThreads, 0, x, ldx, n, w, y, ldy,
+               round_out);
       break;
     case DevFormat::FP8:
-      gemv4_kernel<R, DevFormat::FP8>
-          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      e.launch(gemv4_kernel<R, DevFormat::FP8>, blocks, kThreads, 0, x, ldx, n, w, y, ldy,
+               round_out);
       break;
     case DevFormat::FP4:
-      gemv4_kernel<R, DevFormat::FP4>
-          <<<blocks, kThreads, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+      e.launch(gemv4_kernel<R, DevFormat::FP4>, blocks, kThreads, 0, x, ldx, n, w, y, ldy,
+               round_out);
       break;
   }
   e.note(cudaGetLastError());
+}
+
+// Warps sharing a column group in the one-row kernel: doubled (up to 8) while the launch has
+// fewer warps than half of the GPU's 132 SMs x 64 and each still gets a 512-element chunk.
+// DEEPINFER_CUDA_GEMV_SPLIT=0: always 1 (gemv4_row_kernel).
+int row_split(int64_t groups, int64_t in) {
+  static const bool on = [] {
+    const char* env = std::getenv("DEEPINFER_CUDA_GEMV_SPLIT");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  int s = 1;
+  while (on && s < 8 && groups * s < 132 * 32 && in / 512 >= 2 * s) s *= 2;
+  return s;
+}
+
+template <DevFormat F>
+void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWeight& w, float* y,
+                bool round_out) {
+  const auto blocks = [&](int s) { return static_cast<unsigned>((groups * s + 7) / 8); };
+  switch (split) {
+    case 2:
+      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out);
+      break;
+    case 4:
+      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out);
+      break;
+    case 8:
+      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out);
+      break;
+    default:
+      e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out);
+  }
 }
 
 // Products with fewer output columns than this and rows at least this long take the split-row
@@ -515,13 +596,13 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
   if (w.out < kSplitKOut && w.in >= kSplitKIn) {
     const unsigned b = static_cast<unsigned>(w.out);
     if (n == 1) {
-      gemv_splitk_kernel<1><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+      e.launch(gemv_splitk_kernel<1>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
     } else if (n == 2) {
-      gemv_splitk_kernel<2><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+      e.launch(gemv_splitk_kernel<2>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
     } else if (n <= 4) {
-      gemv_splitk_kernel<4><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+      e.launch(gemv_splitk_kernel<4>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
     } else {
-      gemv_splitk_kernel<8><<<b, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+      e.launch(gemv_splitk_kernel<8>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
     }
     e.note(cudaGetLastError());
     return;
@@ -529,13 +610,12 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
   if (v2_ok && n == 1 && !batch_invariant() &&
       (w.format == DevFormat::FP8 || w.format == DevFormat::FP4)) {
     const int64_t warps = (w.out + kCols - 1) / kCols;
-    const unsigned b = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
+    const int split = row_split(warps, w.in);
     if (w.format == DevFormat::FP8) {
-      gemv4_row_kernel<DevFormat::FP8><<<b, kThreads, 0, e.stream>>>(x, w, y, round_out);
+      launch_row<DevFormat::FP8>(e, split, warps, x, w, y, round_out);
     } else {
-      gemv4_row_kernel<DevFormat::FP4><<<b, kThreads, 0, e.stream>>>(x, w, y, round_out);
+      launch_row<DevFormat::FP4>(e, split, warps, x, w, y, round_out);
     }
-    e.note(cudaGetLastError());
     return;
   }
   if (v2_ok) {
@@ -552,13 +632,13 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
   }
   const unsigned blocks = static_cast<unsigned>((w.out * 32 + kThreads - 1) / kThreads);
   if (n == 1) {
-    gemv_kernel<1><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    e.launch(gemv_kernel<1>, blocks, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
   } else if (n == 2) {
-    gemv_kernel<2><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    e.launch(gemv_kernel<2>, blocks, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
   } else if (n <= 4) {
-    gemv_kernel<4><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    e.launch(gemv_kernel<4>, blocks, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
   } else {
-    gemv_kernel<8><<<blocks, kThreads, 0, e.stream>>>(x, ldx, rows, w, y, ldy, round_out);
+    e.launch(gemv_kernel<8>, blocks, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
   }
   e.note(cudaGetLastError());
 }
@@ -590,7 +670,7 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
   if ((n > g_gemv_max_rows && !batch_invariant()) || !aligned || (n > 8 && !gemv_shape_ok(w))) {
     const dim3 grid(static_cast<unsigned>((w.out + kTn - 1) / kTn),
                     static_cast<unsigned>((n + kTm - 1) / kTm));
-    gemm_kernel<<<grid, 256, 0, e.stream>>>(x, ldx, n, w, y, ldy, round_out);
+    e.launch(gemm_kernel, grid, 256, 0, x, ldx, n, w, y, ldy, round_out);
     e.note(cudaGetLastError());
     return;
   }
@@ -625,13 +705,13 @@ void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const
   const int rows = static_cast<int>(n);
   const unsigned b = static_cast<unsigned>(blocks);
   if (n == 1) {
-    gemv_splitk_group_kernel<1><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+    e.launch(gemv_splitk_group_kernel<1>, b, 256, 0, ldx, rows, g);
   } else if (n == 2) {
-    gemv_splitk_group_kernel<2><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+    e.launch(gemv_splitk_group_kernel<2>, b, 256, 0, ldx, rows, g);
   } else if (n <= 4) {
-    gemv_splitk_group_kernel<4><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+    e.launch(gemv_splitk_group_kernel<4>, b, 256, 0, ldx, rows, g);
   } else {
-    gemv_splitk_group_kernel<8><<<b, 256, 0, e.stream>>>(ldx, rows, g);
+    e.launch(gemv_splitk_group_kernel<8>, b, 256, 0, ldx, rows, g);
   }
   e.note(cudaGetLastError());
 }
@@ -647,9 +727,9 @@ void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int
   if ((g_version == 2 || (g_version == 0 && format != DevFormat::BF16)) && in % 16 == 0) {
     const int64_t warps = n_slots * ((out + kCols - 1) / kCols);
     const unsigned b = static_cast<unsigned>((warps * 32 + kThreads - 1) / kThreads);
-#define DI_EXPERTS4(F)                                                                         \
-  experts4_kernel<F><<<b, kThreads, 0, e.stream>>>(x, x_per_slot, n_slots, K, experts, idx, y, \
-                                                   ldy, out, in, official)
+#define DI_EXPERTS4(F)                                                                          \
+  e.launch(experts4_kernel<F>, b, kThreads, 0, x, x_per_slot, n_slots, K, experts, idx, y, ldy, \
+           out, in, official)
     switch (format) {
       case DevFormat::F32:
         DI_EXPERTS4(DevFormat::F32);
@@ -669,8 +749,8 @@ void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int
     return;
   }
   const unsigned blocks = static_cast<unsigned>((n_slots * out * 32 + kThreads - 1) / kThreads);
-  gemv_experts_kernel<<<blocks, kThreads, 0, e.stream>>>(x, x_per_slot, n_slots, K, experts, idx, y,
-                                                         ldy, out, in, official);
+  e.launch(gemv_experts_kernel, blocks, kThreads, 0, x, x_per_slot, n_slots, K, experts, idx, y,
+           ldy, out, in, official);
   e.note(cudaGetLastError());
 }
 

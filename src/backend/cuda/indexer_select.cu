@@ -15,6 +15,7 @@ constexpr int kSelMaxK = 2048;  // the sort buffer (16 KB of shared memory)
 __global__ void __launch_bounds__(kSelThreads)
     topk_select_kernel(const Rows rw, const TopkArgs ta, int32_t* __restrict__ sel,
                        int32_t* __restrict__ cnt) {
+  pdl_begin();
   __shared__ BlockSelectShared<kSelThreads> sh;
   __shared__ unsigned long long picked[kSelMaxK];
   const int tid = threadIdx.x;
@@ -40,8 +41,7 @@ bool topk_select_supported(int topk, int64_t stride) {
 
 void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int32_t* cnt) {
   if (rows.n <= 0) return;
-  topk_select_kernel<<<static_cast<unsigned>(rows.n), kSelThreads, 0, e.stream>>>(rows, a, sel,
-                                                                                  cnt);
+  e.launch(topk_select_kernel, static_cast<unsigned>(rows.n), kSelThreads, 0, rows, a, sel, cnt);
   e.note(cudaGetLastError());
 }
 

@@ -26,6 +26,7 @@ constexpr int kPlanThreads = 1024;
 // the order within an expert is by slot id whatever the timing.
 __global__ void __launch_bounds__(kPlanThreads)
     plan_kernel(const int32_t* __restrict__ idx, int n, int E, ExpertPlan p) {
+  pdl_begin();
   extern __shared__ int32_t plan_smem[];
   int32_t* cnt = plan_smem;
   int32_t* cur = plan_smem + E;
@@ -161,6 +162,7 @@ __global__ void __launch_bounds__(kThreads, R > 1                 ? 1
                                             : F == DevFormat::FP4 ? 3
                                                                   : 2)
     grouped_kernel(GroupedArgs a) {
+  pdl_begin();
   constexpr int C = Fmt<F>::kCols;
   extern __shared__ float4 grouped_smem[];
   float* xs = reinterpret_cast<float*>(grouped_smem);
@@ -181,6 +183,7 @@ __global__ void __launch_bounds__(kThreads, R > 1                 ? 1
     __syncthreads();  // the last pass is done with xs and slot
     if (threadIdx.x < nr) slot[threadIdx.x] = a.plan.sorted[first + s0 + threadIdx.x];
     __syncthreads();
+#pragma unroll 4
     for (int i = threadIdx.x; i < nr * (in / 4); i += kThreads) {
       const int r = i / (in / 4), k = (i % (in / 4)) * 4;
       const int64_t row = a.x_per_slot ? slot[r] : slot[r] / a.K;
@@ -269,7 +272,7 @@ void launch(Exec& e, const GroupedArgs& a, dim3 grid) {
                          static_cast<int>(kMaxSmem));
     raised = true;
   }
-  grouped_kernel<F, R><<<grid, kThreads, smem, e.stream>>>(a);
+  e.launch(grouped_kernel<F, R>, grid, kThreads, smem, a);
   e.note(cudaGetLastError());
 }
 
@@ -289,7 +292,7 @@ void launch_format(Exec& e, const GroupedArgs& a, dim3 grid, int64_t n_slots, in
 
 void moe_plan(Exec& e, const int32_t* idx, int64_t n_slots, int E, const ExpertPlan& plan) {
   const size_t smem = static_cast<size_t>(2 * E) * sizeof(int32_t);
-  plan_kernel<<<1, kPlanThreads, smem, e.stream>>>(idx, static_cast<int>(n_slots), E, plan);
+  e.launch(plan_kernel, 1, kPlanThreads, smem, idx, static_cast<int>(n_slots), E, plan);
   e.note(cudaGetLastError());
 }
 

@@ -30,14 +30,18 @@ __device__ __forceinline__ float block_sum(float v, float* shared) {
 // before and after, folded in).
 __global__ void rms_norm_kernel(const float* x, int64_t dim, const float* w, float eps, float* y,
                                 bool round_in, bool round_out) {
+  pdl_begin();
   __shared__ float sh[kThreads / 32];
   const float* xr = x + blockIdx.x * dim;
   float* yr = y + blockIdx.x * dim;
   auto at = [&](int64_t i) { return round_in ? bf16r(xr[i]) : xr[i]; };
   float ss = 0.0f;
+  // Unrolled so a thread's loads are in flight together (the sums keep their order).
+#pragma unroll 8
   for (int64_t i = threadIdx.x; i < dim; i += kThreads) ss += at(i) * at(i);
   ss = block_sum(ss, sh);  // its last barrier: every read of x (maybe y) is done
   const float s = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
+#pragma unroll 8
   for (int64_t i = threadIdx.x; i < dim; i += kThreads) {
     const float v = w ? w[i] * (at(i) * s) : at(i) * s;
     yr[i] = round_out ? bf16r(v) : v;
@@ -45,15 +49,18 @@ __global__ void rms_norm_kernel(const float* x, int64_t dim, const float* w, flo
 }
 
 __global__ void sum_squares_kernel(const float* __restrict__ x, int64_t width, float* ss) {
+  pdl_begin();
   __shared__ float sh[kThreads / 32];
   const float* xr = x + blockIdx.x * width;
   float v = 0.0f;
+#pragma unroll 8
   for (int64_t i = threadIdx.x; i < width; i += kThreads) v += xr[i] * xr[i];
   v = block_sum(v, sh);
   if (threadIdx.x == 0) ss[blockIdx.x] = v;
 }
 
 __global__ void argmax_kernel(const float* __restrict__ x, int64_t V, int32_t* out) {
+  pdl_begin();
   __shared__ float bv[kThreads];
   __shared__ int64_t bi[kThreads];
   const float* xr = x + blockIdx.x * V;
@@ -88,6 +95,7 @@ __global__ void argmax_kernel(const float* __restrict__ x, int64_t V, int32_t* o
 // dst rows (stride dim) = the quantized src rows (stride ld); src == dst, ld == dim: in place.
 __global__ void fp8_quant_kernel(const float* src, int64_t ld, float* dst, int64_t rows,
                                  int64_t dim, int block, int64_t blocks_per_row) {
+  pdl_begin();
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (warp >= rows * blocks_per_row) return;  // uniform across the warp
@@ -96,11 +104,13 @@ __global__ void fp8_quant_kernel(const float* src, int64_t ld, float* dst, int64
   const float* v = src + r * ld + b0;
   float* q = dst + r * dim + b0;
   float amax = 0.0f;
+#pragma unroll 4
   for (int64_t i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(v[i]));
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1)
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float s = fp8_act_scale(amax);
+#pragma unroll 4
   for (int64_t i = lane; i < len; i += 32) q[i] = bf16r(round_e4m3(v[i] / s) * s);
 }
 
@@ -115,28 +125,28 @@ void fp8_quant_rows_from_fast(Exec& e, const float* src, int64_t ld, int64_t row
   const int64_t per_row = (dim + block - 1) / block;
   const int64_t threads = rows * per_row * 32;
   if (threads <= 0) return;
-  fp8_quant_kernel<<<static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads, 0,
-                     e.stream>>>(src, ld, dst, rows, dim, block, per_row);
+  e.launch(fp8_quant_kernel, static_cast<unsigned>((threads + kThreads - 1) / kThreads), kThreads,
+           0, src, ld, dst, rows, dim, block, per_row);
   e.note(cudaGetLastError());
 }
 
 void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
                    float* y, bool round_in, bool round_out) {
   if (rows <= 0) return;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, e.stream>>>(x, dim, w, eps, y,
-                                                                          round_in, round_out);
+  e.launch(rms_norm_kernel, static_cast<unsigned>(rows), kThreads, 0, x, dim, w, eps, y, round_in,
+           round_out);
   e.note(cudaGetLastError());
 }
 
 void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss) {
   if (rows <= 0) return;
-  sum_squares_kernel<<<static_cast<unsigned>(rows), kThreads, 0, e.stream>>>(x, width, ss);
+  e.launch(sum_squares_kernel, static_cast<unsigned>(rows), kThreads, 0, x, width, ss);
   e.note(cudaGetLastError());
 }
 
 void argmax_fast(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out) {
   if (rows <= 0) return;
-  argmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, e.stream>>>(x, V, out);
+  e.launch(argmax_kernel, static_cast<unsigned>(rows), kThreads, 0, x, V, out);
   e.note(cudaGetLastError());
 }
 

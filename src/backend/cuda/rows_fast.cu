@@ -14,12 +14,14 @@ constexpr int kNormWarps = 4;
 
 __global__ void __launch_bounds__(kNormWarps * 32)
     q_head_norm_kernel(float* q, int64_t rows, int64_t head_dim, float eps) {
+  pdl_begin();
   extern __shared__ float squares[];  // [kNormWarps][head_dim]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kNormWarps + warp;
   if (r >= rows) return;  // uniform across the warp; only warp barriers below
   float* v = q + r * head_dim;
   float* sq = squares + warp * head_dim;
+#pragma unroll 4
   for (int64_t i = lane; i < head_dim; i += 32) {
     const float x = bf16r(v[i]);
     v[i] = x;
@@ -29,12 +31,14 @@ __global__ void __launch_bounds__(kNormWarps * 32)
   float rs = 0.0f;
   if (lane == 0) {
     float sum = 0.0f;
+#pragma unroll 8
     for (int64_t i = 0; i < head_dim; ++i) sum += sq[i];
     const float mean = bf16r(sum / static_cast<float>(head_dim));
     const float t = bf16r(mean + eps);
     rs = bf16r(1.0f / sqrtf(t));
   }
   rs = __shfl_sync(0xffffffffu, rs, 0);
+#pragma unroll 4
   for (int64_t i = lane; i < head_dim; i += 32) v[i] = bf16r(v[i] * rs);
 }
 
@@ -42,6 +46,7 @@ constexpr int kKvThreads = 256, kKvBlock = 64;
 
 __global__ void __launch_bounds__(kKvThreads)
     kv_rows_kernel(float* kv, int head_dim, int rope_dim) {
+  pdl_begin();
   float* row = kv + static_cast<int64_t>(blockIdx.x) * head_dim;
   for (int i = threadIdx.x; i < head_dim; i += kKvThreads) row[i] = bf16r(row[i]);
   __syncthreads();
@@ -66,6 +71,7 @@ template <int HC>
 __global__ void hc_pre_rows_kernel(const HcParams q, const float* __restrict__ mix,
                                    const float* __restrict__ row_ss, int64_t n, float* pre,
                                    float* post, float* comb) {
+  pdl_begin();
   const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (t >= n) return;  // uniform across the warp
@@ -118,13 +124,13 @@ void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim
   if (rows <= 0) return;
   const unsigned blocks = static_cast<unsigned>((rows + kNormWarps - 1) / kNormWarps);
   const size_t shared = static_cast<size_t>(kNormWarps * head_dim) * sizeof(float);
-  q_head_norm_kernel<<<blocks, kNormWarps * 32, shared, e.stream>>>(q, rows, head_dim, eps);
+  e.launch(q_head_norm_kernel, blocks, kNormWarps * 32, shared, q, rows, head_dim, eps);
   e.note(cudaGetLastError());
 }
 
 void kv_rows_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim) {
   if (rows <= 0) return;
-  kv_rows_kernel<<<static_cast<unsigned>(rows), kKvThreads, 0, e.stream>>>(kv, head_dim, rope_dim);
+  e.launch(kv_rows_kernel, static_cast<unsigned>(rows), kKvThreads, 0, kv, head_dim, rope_dim);
   e.note(cudaGetLastError());
 }
 
@@ -134,9 +140,8 @@ void hc_pre_rows_fast(Exec& e, const HcParams& p, const float* mix, const float*
                       float* pre, float* post, float* comb) {
   if (n <= 0) return;
   constexpr int kThreads = 64, kRowsPerBlock = kThreads / 32;  // a warp per row
-  hc_pre_rows_kernel<4>
-      <<<static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, e.stream>>>(
-          p, mix, row_ss, n, pre, post, comb);
+  e.launch(hc_pre_rows_kernel<4>, static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock),
+           kThreads, 0, p, mix, row_ss, n, pre, post, comb);
   e.note(cudaGetLastError());
 }
 

@@ -41,6 +41,7 @@ __device__ T block_sum_int(T v, T* red) {
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* logits, int64_t V, const SampleSpec* __restrict__ specs, float* work,
                   int32_t* __restrict__ tokens) {
+  pdl_begin();
   __shared__ BlockSelectShared<kThreads> sh;
   __shared__ unsigned long long picked[kMaxDeviceTopK];
   __shared__ float fred[kWarps];
@@ -182,8 +183,7 @@ __global__ void __launch_bounds__(kThreads)
 void sample_rows(Exec& e, const float* logits, int64_t rows, int64_t V, const SampleSpec* specs,
                  float* work, int32_t* tokens) {
   if (rows <= 0) return;
-  sample_kernel<<<static_cast<unsigned>(rows), kThreads, 0, e.stream>>>(logits, V, specs, work,
-                                                                        tokens);
+  e.launch(sample_kernel, static_cast<unsigned>(rows), kThreads, 0, logits, V, specs, work, tokens);
   e.note(cudaGetLastError());
 }
 

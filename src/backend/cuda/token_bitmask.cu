@@ -23,6 +23,7 @@ DI_HD inline void mask_logit(const uint64_t* flags, const uint64_t* masks, float
 constexpr int kThreads = 256;
 __global__ void mask_kernel(const uint64_t* flags, const uint64_t* masks, float* logits,
                             int64_t vocab, int64_t words, int64_t stride) {
+  pdl_begin();
   const int64_t r = blockIdx.y;
   if (!flags[r]) return;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -164,8 +165,8 @@ Status TokenBitmask::apply(float* logits, int rows, int64_t row_stride) {
   } else {
     const dim3 grid(static_cast<unsigned>((m.vocab + kThreads - 1) / kThreads),
                     static_cast<unsigned>(rows));
-    mask_kernel<<<grid, kThreads, 0, m.exec.stream>>>(flags, masks, logits, m.vocab, m.words,
-                                                      row_stride);
+    m.exec.launch(mask_kernel, grid, kThreads, 0, flags, masks, logits, m.vocab, m.words,
+                  row_stride);
     m.exec.note(cudaGetLastError());
   }
   if (m.exec.error != cudaSuccess) {
