@@ -12,8 +12,11 @@ namespace {
 
 TEST(CudaKernels, GroupedExpertsMatchTheReference) {
   if (!device_available()) GTEST_SKIP() << device_name();
-  const std::vector<KernelCheck> checks = expert_kernel_report();
+  std::vector<KernelCheck> checks = expert_kernel_report();
   EXPECT_EQ(checks.size(), 18u);  // 3 formats × (4 GEMV + 2 tensor-core) checks
+  const std::vector<KernelCheck> lt = expert_lt_kernel_report();
+  EXPECT_EQ(lt.size(), 24u);  // 3 formats × 4 launches × (fp32, bf16-exact inputs)
+  checks.insert(checks.end(), lt.begin(), lt.end());
   for (const KernelCheck& k : checks) {
     std::printf("  %s\n", k.line.c_str());
     EXPECT_LE(k.rel_error, k.tolerance) << k.line;

@@ -28,6 +28,10 @@ std::vector<KernelCheck> lt_kernel_report();
 // expert sizes in FP4 / FP8 / bf16, decode and prefill slot counts with skewed routing (no NaN
 // left, batch-invariant bits, ≤ 1e-4 relative), with their times beside the per-slot kernel.
 std::vector<KernelCheck> expert_kernel_report();
+// The cuBLAS path of the grouped experts (grouped_experts_lt) at 512 / 2048 / 8192 tokens with
+// skewed routing and 8192 uniform, fp32 (hi + lo) and bf16-exact inputs: ≤ 1e-4 relative to the
+// reference body, every slot written, with its TFLOP/s per mode beside the WMMA kernel's.
+std::vector<KernelCheck> expert_lt_kernel_report();
 
 // The tensor-core prefill attention (attention_tc.cuh) against the reference body at V4-Flash
 // sizes: 512-row chunks from 0 and from 7,680 and a two-segment launch, CSA and HCA, Exact

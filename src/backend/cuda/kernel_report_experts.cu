@@ -279,4 +279,131 @@ std::vector<KernelCheck> expert_kernel_report() {
   return report;
 }
 
+// The cuBLAS path (grouped_experts_lt) at prefill sizes, skewed routing (128 experts with slots)
+// and uniform (all 256): fp32 inputs (hi + lo) and bf16-exact ones (as the official numerics give
+// them), against the reference body on the first 384 slots, every slot written, and its time in
+// both modes (serial, overlapped dequantization) beside the tensor-core WMMA kernel's.
+std::vector<KernelCheck> expert_lt_kernel_report() {
+  std::vector<KernelCheck> report;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return report;
+  const bool fast0 = fast_kernels();
+  const int mode0 = experts_lt_mode() == 0 ? 2 : experts_lt_mode();
+  set_experts_lt_mode(mode0);
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(23);
+  constexpr int E = 256, K = 6;
+  constexpr int64_t kOut = 2048, kIn = 4096;
+  for (DevFormat f : {DevFormat::FP4, DevFormat::FP8, DevFormat::BF16}) {
+    Experts w1 = random_experts(e, f, E, kOut, kIn, 400 + static_cast<uint32_t>(f));
+    Experts w3 = random_experts(e, f, E, kOut, kIn, 500 + static_cast<uint32_t>(f));
+    Experts w2 = random_experts(e, f, E, kIn, kOut, 600 + static_cast<uint32_t>(f));
+    for (const auto& [tokens, uniform] :
+         {std::pair{int64_t{512}, false}, std::pair{int64_t{2048}, false},
+          std::pair{int64_t{8192}, false}, std::pair{int64_t{8192}, true}}) {
+      const int64_t slots = tokens * K;
+      std::vector<int32_t> hidx = skewed_routing(slots, E, rng);
+      if (uniform) {  // every expert about slots / E times
+        std::uniform_int_distribution<int> any(0, E - 1);
+        for (auto& v : hidx) v = any(rng);
+      }
+      DeviceArray<int32_t> idx;
+      idx.upload(e, hidx);
+      DeviceArray<float> x, y1, y3, r1, r3, y2, r2;
+      x.allocate(e, static_cast<size_t>(slots * kIn));
+      float* xp = x.ptr;
+      const uint32_t seed = static_cast<uint32_t>(tokens) + 7u * static_cast<uint32_t>(f);
+      e.each(slots * kIn, [=] DI_HD(int64_t i) {
+        xp[i] = static_cast<float>(mix32(static_cast<uint64_t>(i), seed) >> 8) * 0x1p-22f - 2.0f;
+      });
+      for (auto* a : {&y1, &y3, &r1, &r3}) a->allocate(e, static_cast<size_t>(slots * kOut));
+      for (auto* a : {&y2, &r2}) a->allocate(e, static_cast<size_t>(slots * kIn));
+      ExpertPlanBuffers pb;
+      pb.allocate(e, slots, E);
+      const ExpertPlan plan = pb.plan();
+      const int64_t checked = std::min<int64_t>(slots, 384);
+      for (bool exact_in : {false, true}) {
+        if (exact_in) e.each(slots * kIn, [=] DI_HD(int64_t i) { xp[i] = bf16r(xp[i]); });
+        set_fast_kernels(false);
+        linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
+                       false, false, f, nullptr);
+        linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
+                       false, false, f, nullptr);
+        linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
+                       false, false, f, nullptr);
+        set_fast_kernels(true);
+        for (auto* y : {&y1, &y3, &y2}) cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+        bool ran = true;
+        const auto lt = [&] {
+          std::vector<int32_t> offsets;
+          moe_plan(e, idx.ptr, slots, E, plan);
+          ran = read_plan_offsets(e, plan, E, offsets) &&
+                grouped_experts_lt(e, plan, offsets, slots, E, x.ptr, false, K,
+                                   {w1.table.ptr, y1.ptr}, {w3.table.ptr, y3.ptr}, kOut, kOut, kIn,
+                                   false, f, exact_in) &&
+                grouped_experts_lt(e, plan, offsets, slots, E, x.ptr, true, K,
+                                   {w2.table.ptr, y2.ptr}, {}, kIn, kIn, kOut, false, f, exact_in);
+        };
+        lt();
+        double rel = 0;
+        int64_t bad = 0;
+        for (const auto& [ref, got, w] :
+             {std::tuple{&r1, &y1, kOut}, std::tuple{&r3, &y3, kOut}, std::tuple{&r2, &y2, kIn}}) {
+          std::vector<float> a(static_cast<size_t>(checked * w)), b(a.size());
+          std::vector<float> all(static_cast<size_t>(slots * w));
+          e.to_host(a.data(), ref->ptr, a.size() * 4);
+          e.to_host(b.data(), got->ptr, b.size() * 4);
+          e.to_host(all.data(), got->ptr, all.size() * 4);
+          if (!e.sync().ok()) bad = -1;
+          const OutputError err = max_rel_error(a, b);
+          rel = std::max(rel, err.rel);
+          for (float v : all) bad += std::isfinite(v) ? 0 : 1;
+        }
+        const int iters = 3;
+        const double flop = 2.0 * 3.0 * static_cast<double>(slots * kOut * kIn);
+        const double ms_lt = time_ms(e, iters, lt);
+        char line[400];
+        int used = std::snprintf(
+            line, sizeof line,
+            "%s experts cuBLAS tokens=%-4lld slots=%-5lld %s routing, %s inputs: mode %d %8.3f ms "
+            "(%6.1f TFLOP/s)",
+            fmt_name(f), static_cast<long long>(tokens), static_cast<long long>(slots),
+            uniform ? "uniform" : "skewed", exact_in ? "bf16-exact" : "fp32 hi+lo",
+            experts_lt_mode(), ms_lt, flop / (ms_lt * 1e-3) / 1e12);
+        if (exact_in) {  // the other modes and the WMMA kernel on the same launch
+          for (int mode : {3 - mode0}) {
+            set_experts_lt_mode(mode);
+            const double ms = time_ms(e, iters, lt);
+            used +=
+                std::snprintf(line + used, sizeof line - static_cast<size_t>(used),
+                              "; mode %d %8.3f ms (%6.1f)", mode, ms, flop / (ms * 1e-3) / 1e12);
+          }
+          set_experts_lt_mode(mode0);
+          const double ms_tc = time_ms(e, iters, [&] {
+            moe_plan(e, idx.ptr, slots, E, plan);
+            grouped_experts_tc(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
+                               {w3.table.ptr, y3.ptr}, kOut, kOut, kIn, false, f);
+            grouped_experts_tc(e, plan, slots, E, x.ptr, true, K, {w2.table.ptr, y2.ptr}, {}, kIn,
+                               kIn, kOut, false, f);
+          });
+          used += std::snprintf(line + used, sizeof line - static_cast<size_t>(used),
+                                "; WMMA %8.3f ms (%6.1f)", ms_tc, flop / (ms_tc * 1e-3) / 1e12);
+        }
+        std::snprintf(line + used, sizeof line - static_cast<size_t>(used),
+                      "  rel.err %.2e  non-finite %lld%s", rel, static_cast<long long>(bad),
+                      ran ? "" : "  NOT RUN");
+        KernelCheck kc;
+        kc.line = line;
+        kc.rel_error = ran && bad == 0 ? rel : 1.0;
+        kc.tolerance = 1e-4;
+        report.push_back(kc);
+      }
+    }
+  }
+  set_fast_kernels(fast0);
+  cudaStreamDestroy(e.stream);
+  return report;
+}
+
 }  // namespace deepinfer::cuda

@@ -372,14 +372,29 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
                   grouped_experts_tc_supported(d, r.f1) &&
                   grouped_experts_tc_supported(inter, r.f2);
   const auto product = tc ? grouped_experts_tc : grouped_experts;
-  product(e, plan, slots, E, x, false, K, {r.r1, h1}, {r.r3, h3}, inter, inter, d, official, r.f1);
+  // Prefill-sized launches (any numerics) on cuBLAS where it runs them and beats the kernel above.
+  std::vector<int32_t> offsets;
+  const bool lt = slots >= int64_t{kTcMinSlotsPerExpert} * E &&
+                  grouped_experts_lt_supported(d, r.f1) &&
+                  grouped_experts_lt_supported(inter, r.f2) &&
+                  read_plan_offsets(e, plan, E, offsets) && experts_lt_pays(offsets, E, tc);
+  // Official numerics give the w2 product bf16-exact inputs (the SwiGLU rounds, or FP8 codes).
+  const auto run = [&](const float* in_x, bool per_slot, const ExpertProduct& pa,
+                       const ExpertProduct& pb, int64_t ld, int64_t o, int64_t i, DevFormat f) {
+    const bool exact_in = qx || (official && per_slot);
+    if (lt && grouped_experts_lt(e, plan, offsets, slots, E, in_x, per_slot, K, pa, pb, ld, o, i,
+                                 official, f, exact_in))
+      return;
+    product(e, plan, slots, E, in_x, per_slot, K, pa, pb, ld, o, i, official, f);
+  };
+  run(x, false, {r.r1, h1}, {r.r3, h3}, inter, inter, d, r.f1);
   swiglu(e, h1, h3, slots, inter, limit, official ? weights : nullptr, official);
   const float* h = h1;
   if (qx) {
     fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
     h = xq;
   }
-  product(e, plan, slots, E, h, true, K, {r.r2, out}, {}, d, d, inter, official, r.f2);
+  run(h, true, {r.r2, out}, {}, d, d, inter, r.f2);
 }
 
 }  // namespace deepinfer::cuda

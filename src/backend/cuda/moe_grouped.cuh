@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "backend/cuda/exec.cuh"
 #include "backend/cuda/formats.cuh"
@@ -86,6 +87,31 @@ void grouped_experts_tc(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E,
 // DEEPINFER_CUDA_GROUPED_TC=0 too).
 void set_grouped_tensor_cores(bool on);
 bool grouped_tensor_cores();
+
+// The cuBLAS variant (moe_grouped_lt.cu) for prefill-sized launches, outside graph capture: the
+// plan's offsets read to the host once (read_plan_offsets: one stream sync), the slots' rows
+// gathered by expert as bf16 (hi + lo, two products summed in fp32, unless x_bf16: the inputs are
+// bf16-exact), the experts with slots dequantized to bf16 (exact) a bounded chunk at a time,
+// cuBLAS batched GEMMs per bucket of experts of equal padded rows (bf16 → fp32), results scattered
+// to the slots' rows (bf16-rounded as grouped_experts rounds them). Deterministic for a given
+// launch (no atomics); the sums differ from the other kernels' in order only. Returns false,
+// leaving the outputs alone, when it cannot run (scratch or cuBLAS refused); the caller then
+// takes another kernel.
+// Mode (env DEEPINFER_CUDA_EXPERTS_LT): 0 off, 1 on, 2 on with the next chunk's dequantization
+// on a second stream beside the current chunk's GEMMs (the default).
+void set_experts_lt_mode(int mode);
+int experts_lt_mode();
+bool grouped_experts_lt_supported(int64_t in, DevFormat format);
+bool read_plan_offsets(Exec& e, const ExpertPlan& plan, int E, std::vector<int32_t>& offsets);
+// Whether the cuBLAS path beats the WMMA kernel (against_wmma) on a launch of these offsets: its
+// dequantization writes and rereads every active expert in bf16, which pays once the experts
+// average kLtMinRowsPerExpert rows; against the CUDA-core kernel it always pays.
+constexpr int kLtMinRowsPerExpert = 128;
+bool experts_lt_pays(const std::vector<int32_t>& offsets, int E, bool against_wmma);
+bool grouped_experts_lt(Exec& e, const ExpertPlan& plan, const std::vector<int32_t>& offsets,
+                        int64_t n_slots, int E, const float* x, bool x_per_slot, int K,
+                        const ExpertProduct& a, const ExpertProduct& b, int64_t ldy, int64_t out,
+                        int64_t in, bool official, DevFormat format, bool x_bf16);
 
 // The routed half of a MoE sublayer on the grouped kernels (moe_sublayer's reference path is
 // linear_experts): plan the slots of idx [n·K], h1 / h3 [n·K, inter] = x · W1ᵀ / x · W3ᵀ, the
