@@ -5,7 +5,7 @@ namespace deepinfer::cuda {
 bool pdl_enabled() {
   static const bool on = [] {
     const char* env = std::getenv("DEEPINFER_CUDA_PDL");
-    return !(env && std::strcmp(env, "0") == 0);
+    return env && std::strcmp(env, "1") == 0;
   }();
   return on;
 }

@@ -58,6 +58,10 @@ void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int
 void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
 // kv_rows_official(): a block per row, a warp per FP8 block of 64.
 void kv_rows_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim);
+// indexer_rows_official(): a warp per row (dim 32, 64, 128 or 256), the Hadamard butterflies across
+// lanes by shuffles.
+bool indexer_rows_fast_supported(int dim);
+void indexer_rows_official_fast(Exec& e, float* x, int64_t rows, int dim);
 // hc_pre()'s per-row mixes and Sinkhorn, a warp per row holding the hc × hc matrix (hc = 4); the
 // caller has the row sums of squares in row_ss.
 bool hc_pre_fast_supported(int hc);

@@ -543,7 +543,6 @@ void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& 
                round_out);
       break;
   }
-  e.note(cudaGetLastError());
 }
 
 // Warps sharing a column group in the one-row kernel: doubled (up to 8) while the launch has
@@ -604,7 +603,6 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
     } else {
       e.launch(gemv_splitk_kernel<8>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
     }
-    e.note(cudaGetLastError());
     return;
   }
   if (v2_ok && n == 1 && !batch_invariant() &&
@@ -640,7 +638,6 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
   } else {
     e.launch(gemv_kernel<8>, blocks, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
   }
-  e.note(cudaGetLastError());
 }
 
 }  // namespace
@@ -671,7 +668,6 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
     const dim3 grid(static_cast<unsigned>((w.out + kTn - 1) / kTn),
                     static_cast<unsigned>((n + kTm - 1) / kTm));
     e.launch(gemm_kernel, grid, 256, 0, x, ldx, n, w, y, ldy, round_out);
-    e.note(cudaGetLastError());
     return;
   }
   // Up to gemv_max_rows rows: passes of 8 over the weights. Each pass streams the packed matrix
@@ -713,7 +709,6 @@ void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const
   } else {
     e.launch(gemv_splitk_group_kernel<8>, b, 256, 0, ldx, rows, g);
   }
-  e.note(cudaGetLastError());
 }
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in) {
@@ -745,13 +740,11 @@ void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int
         break;
     }
 #undef DI_EXPERTS4
-    e.note(cudaGetLastError());
     return;
   }
   const unsigned blocks = static_cast<unsigned>((n_slots * out * 32 + kThreads - 1) / kThreads);
   e.launch(gemv_experts_kernel, blocks, kThreads, 0, x, x_per_slot, n_slots, K, experts, idx, y,
            ldy, out, in, official);
-  e.note(cudaGetLastError());
 }
 
 }  // namespace deepinfer::cuda

@@ -401,6 +401,19 @@ void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
         },
         [&] { return to_host(c, kv); });
   }
+  for (int64_t n : ns) {
+    const int64_t rows = n * sh.index_heads;
+    const std::vector<float> hx = normal(c, static_cast<size_t>(rows * sh.index_dim), 2.0f);
+    DeviceArray<float> ix;
+    ix.upload(c.e, hx);
+    check(
+        c, out, sh.name + " indexer rows official, " + std::to_string(n) + " token(s)",
+        [&](bool, bool reset) {
+          if (reset) c.e.to_device(ix.ptr, hx.data(), ix.bytes());
+          indexer_rows_official(c.e, ix.ptr, rows, sh.index_dim);
+        },
+        [&] { return to_host(c, ix); });
+  }
   const int hc = sh.hc;
   if (!hc_pre_fast_supported(hc)) return;
   const int64_t n = std::max(ns), d = sh.d;

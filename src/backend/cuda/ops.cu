@@ -210,6 +210,10 @@ void kv_rows_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_d
 }
 
 void indexer_rows_official(Exec& e, float* x, int64_t rows, int dim) {
+  if (!e.emulate && fast_kernels() && fast_ops() && indexer_rows_fast_supported(dim)) {
+    indexer_rows_official_fast(e, x, rows, dim);
+    return;
+  }
   const float scale = static_cast<float>(1.0 / sqrt(static_cast<double>(dim)));
   e.each(rows, [=] DI_HD(int64_t r) {
     float* v = x + r * dim;

@@ -53,7 +53,6 @@ __global__ void sum_squares_kernel(const float* __restrict__ x, int64_t width, f
   __shared__ float sh[kThreads / 32];
   const float* xr = x + blockIdx.x * width;
   float v = 0.0f;
-#pragma unroll 8
   for (int64_t i = threadIdx.x; i < width; i += kThreads) v += xr[i] * xr[i];
   v = block_sum(v, sh);
   if (threadIdx.x == 0) ss[blockIdx.x] = v;

@@ -1,7 +1,9 @@
 // Per-row operations of the forward with the row spread over a warp or block (fast_ops.cuh): the
-// official q-head RMSNorm, the official KV row roundings, and the mHC pre-mix's per-row matrices.
+// official q-head RMSNorm, the official KV row roundings, the official indexer rows (Hadamard
+// transform, FP4 rounding) and the mHC pre-mix's per-row matrices.
 // Each computes what its reference body in ops.cu computes, bitwise: element-wise steps run in
 // parallel, maxima reduce in any order (exact), and sums stay in the reference's order.
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -61,6 +63,59 @@ __global__ void __launch_bounds__(kKvThreads)
     const float s = fp8_act_scale(amax);
     for (int i = lane; i < len; i += 32) row[b0 + i] = bf16r(round_e4m3(row[b0 + i] / s) * s);
   }
+}
+
+// The official indexer rows: a warp per row of 32·P values, lane l holding l·P … l·P + P − 1.
+// The Walsh–Hadamard butterflies in double are the reference's (a + b at the lower index, a − b
+// at the upper; spans below P within a lane, the others with the partner lane by shuffles), in
+// the same span order, so the same bits; a 32-wide FP4 block's maximum over its 32 / P lanes by
+// shuffles (exact in any order).
+template <int P>
+__global__ void indexer_rows_kernel(float* x, int64_t rows, float scale) {
+  pdl_begin();
+  const int64_t r = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= rows) return;  // uniform across the warp
+  constexpr unsigned kAll = 0xffffffffu;
+  float* v = x + (r * 32 + lane) * P;
+  double b[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) b[i] = static_cast<double>(bf16r(v[i]));
+#pragma unroll
+  for (int span = 1; span < P; span *= 2) {
+#pragma unroll
+    for (int i = 0; i < P; i += 2 * span) {
+#pragma unroll
+      for (int j = i; j < i + span; ++j) {
+        const double lo = b[j], hi = b[j + span];
+        b[j] = lo + hi;
+        b[j + span] = lo - hi;
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 1; m < 32; m *= 2) {
+    const bool upper = (lane & m) != 0;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const double other = __shfl_xor_sync(kAll, b[i], m);
+      b[i] = upper ? other - b[i] : b[i] + other;
+    }
+  }
+  float q[P];
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    q[i] = bf16r(static_cast<float>(b[i]) * scale);
+    amax = fmaxf(amax, fabsf(q[i]));
+  }
+#pragma unroll
+  for (int m = 1; m < 32 / P; m *= 2) amax = fmaxf(amax, __shfl_xor_sync(kAll, amax, m));
+  const float inv6 = static_cast<float>(1.0 / 6.0);
+  const float floor6 = static_cast<float>(6.0 * 0x1p-126);
+  const float s = pow2_at_least(fmaxf(amax, floor6) * inv6);
+#pragma unroll
+  for (int i = 0; i < P; ++i) v[i] = bf16r(round_e2m1(q[i] / s) * s);
 }
 
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -132,6 +187,30 @@ void kv_rows_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int r
   if (rows <= 0) return;
   e.launch(kv_rows_kernel, static_cast<unsigned>(rows), kKvThreads, 0, kv, head_dim, rope_dim);
   e.note(cudaGetLastError());
+}
+
+bool indexer_rows_fast_supported(int dim) {
+  return dim == 32 || dim == 64 || dim == 128 || dim == 256;
+}
+
+void indexer_rows_official_fast(Exec& e, float* x, int64_t rows, int dim) {
+  if (rows <= 0) return;
+  const float scale = static_cast<float>(1.0 / sqrt(static_cast<double>(dim)));
+  constexpr int kThreads = 128, kRowsPerBlock = kThreads / 32;
+  const unsigned blocks = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  switch (dim) {
+    case 32:
+      e.launch(indexer_rows_kernel<1>, blocks, kThreads, 0, x, rows, scale);
+      break;
+    case 64:
+      e.launch(indexer_rows_kernel<2>, blocks, kThreads, 0, x, rows, scale);
+      break;
+    case 128:
+      e.launch(indexer_rows_kernel<4>, blocks, kThreads, 0, x, rows, scale);
+      break;
+    default:
+      e.launch(indexer_rows_kernel<8>, blocks, kThreads, 0, x, rows, scale);
+  }
 }
 
 bool hc_pre_fast_supported(int hc) { return hc == 4; }
