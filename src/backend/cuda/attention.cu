@@ -7,8 +7,12 @@
 
 namespace deepinfer::cuda {
 
-void compressor_push(Exec& e, const Segments& segs, const float* a, const float* g,
-                     const float* ape, const CompressorBuffers& c) {
+void compressor_push(Exec& e, const Rows& rows, const Segments& segs, const float* a,
+                     const float* g, const float* ape, const CompressorBuffers& c) {
+  if (!e.emulate && fast_kernels() && compressor_fast()) {
+    compressor_push_fast(e, rows, segs, a, g, ape, c);
+    return;
+  }
   const CompressorBuffers cb = c;
   const Segments sg = segs;
   const int dc = c.dim;

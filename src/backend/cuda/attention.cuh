@@ -32,8 +32,14 @@ struct CompressorBuffers {
 
 // Pushes the chunk rows (a, g: [n, width]) through the state; each entry that closes is written
 // raw (pooled, not yet normalised) to its store row (entry_row(pages, seq, j)).
-void compressor_push(Exec& e, const Segments& segs, const float* a, const float* g,
-                     const float* ape, const CompressorBuffers& c);
+void compressor_push(Exec& e, const Rows& rows, const Segments& segs, const float* a,
+                     const float* g, const float* ape, const CompressorBuffers& c);
+// The same in parallel over positions (compressor_fast.cu), bit-identical; compressor_push takes
+// it on the device unless DEEPINFER_CUDA_FAST_COMPRESSOR=0.
+void compressor_push_fast(Exec& e, const Rows& rows, const Segments& segs, const float* a,
+                          const float* g, const float* ape, const CompressorBuffers& c);
+bool compressor_fast();
+void set_compressor_fast(bool on);
 // Finishes the entries that closed (ent_seq/ent_j; *n_ent of them, a device count, at most
 // max_ent): bf16 (official), RMSNorm with
 // `norm`, bf16, RoPE at j·ratio (compress table, last 2·pairs dims), then the kv or indexer QAT.

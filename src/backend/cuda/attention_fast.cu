@@ -207,6 +207,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 
 // Indexer scores: a block per (row, 32 entries); warp w takes heads w, w + 8, …, lane = entry.
 constexpr int kIdxEntries = 32, kIdxThreads = 256, kIdxWarps = kIdxThreads / 32;
+constexpr int kIdxMaxHeadsPerWarp = 8;  // heads a warp keeps in registers (V4: 64 heads)
 
 size_t indexer_shared_bytes(const IndexerArgs& a) {
   return (static_cast<size_t>(kIdxEntries) * (a.dim + 1) +
@@ -243,12 +244,38 @@ __global__ void __launch_bounds__(kIdxThreads)
   __syncthreads();
   const float* qr = ia.q + r * H * dim;
   const float* k = ks + lane * (dim + 1);
-  for (int h = warp; h < H; h += kIdxWarps) {
-    const float* qh = qr + h * dim;
-    float d = 0.0f;
+  auto term = [&](float d) { return ia.official ? bf16r(d) : (d > 0 ? d * sscale : 0.0f); };
+  const int per_warp = H / kIdxWarps;
+  if (H % kIdxWarps == 0 && per_warp <= kIdxMaxHeadsPerWarp && dim % 4 == 0 &&
+      (reinterpret_cast<uintptr_t>(ia.q) & 15) == 0) {
+    // A warp's heads at once: each key value read from shared memory once for all of them, q as
+    // float4 broadcasts; every dot product still sums c = 0, 1, … in order (the same bits).
+    float d[kIdxMaxHeadsPerWarp] = {};
+    for (int c = 0; c < dim; c += 4) {
+      const float k0 = k[c], k1 = k[c + 1], k2 = k[c + 2], k3 = k[c + 3];
+#pragma unroll
+      for (int u = 0; u < kIdxMaxHeadsPerWarp; ++u) {
+        if (u >= per_warp) break;
+        const float4 qv = *reinterpret_cast<const float4*>(qr + (warp + u * kIdxWarps) * dim + c);
+        d[u] += qv.x * k0;
+        d[u] += qv.y * k1;
+        d[u] += qv.z * k2;
+        d[u] += qv.w * k3;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kIdxMaxHeadsPerWarp; ++u) {
+      if (u >= per_warp) break;
+      terms[(warp + u * kIdxWarps) * kIdxEntries + lane] = term(d[u]);
+    }
+  } else {
+    for (int h = warp; h < H; h += kIdxWarps) {
+      const float* qh = qr + h * dim;
+      float d = 0.0f;
 #pragma unroll 8
-    for (int c = 0; c < dim; ++c) d += qh[c] * k[c];
-    terms[h * kIdxEntries + lane] = ia.official ? bf16r(d) : (d > 0 ? d * sscale : 0.0f);
+      for (int c = 0; c < dim; ++c) d += qh[c] * k[c];
+      terms[h * kIdxEntries + lane] = term(d);
+    }
   }
   __syncthreads();
   if (tid >= kIdxEntries) return;

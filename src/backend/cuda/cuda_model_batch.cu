@@ -1,11 +1,30 @@
 // CudaModel::prefill_batch: the prompts of several sequences packed into shared launches, so a
 // batch of short prompts fills max_chunk_tokens rows per launch as one long prompt does.
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/device_model.cuh"
 
 namespace deepinfer::cuda {
+
+namespace {
+
+// DEEPINFER_CUDA_PROFILE_PREFILL_BATCH=K: the K-th prefill_batch call (from 1) runs between
+// cudaProfilerStart/Stop, for `ncu --profile-from-start off` (as DEEPINFER_CUDA_PROFILE_PREFILL
+// does for one sequence's chunks).
+bool profiled_batch_call() {
+  static const long which = [] {
+    const char* env = std::getenv("DEEPINFER_CUDA_PROFILE_PREFILL_BATCH");
+    return env ? std::atol(env) : 0L;
+  }();
+  static long calls = 0;
+  return which > 0 && ++calls == which;
+}
+
+}  // namespace
 
 Status CudaModel::prefill_batch(std::span<const int> seqs,
                                 std::span<const std::span<const int32_t>> prompts, float* logits) {
@@ -26,6 +45,14 @@ Status CudaModel::prefill_batch(std::span<const int> seqs,
         m.opt.max_context)
       return Error{"sequence would exceed max_context (" + std::to_string(m.opt.max_context) + ")"};
   }
+  // Stopped after the final sync below (the guard's destructor runs after the return value).
+  struct ProfiledCall {
+    bool on;
+    ~ProfiledCall() {
+      if (on) (void)cudaProfilerStop();
+    }
+  } const profiled{profiled_batch_call()};
+  if (profiled.on) (void)cudaProfilerStart();
   const int64_t V = m.cfg.vocab_size;
   std::vector<size_t> done(prompts.size(), 0);
   std::vector<Impl::Segment> segs;

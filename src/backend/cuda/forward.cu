@@ -270,7 +270,7 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     const int32_t* ent_j = ent_seq + (N + opt.max_sequences);
     auto compress = [&](const DevCompressor& w, const CompressorBuffers& cb, const float* a,
                         const float* g, int rp, bool keys) {
-      compressor_push(exec, segs, a, g, w.ape, cb);
+      compressor_push(exec, rows, segs, a, g, w.ape, cb);
       compressor_finish(exec, cb, ent_seq, ent_j, entries + ent_count + ri, ent_max, w.norm, eps,
                         comp_inv, comp_af, rp, keys, official);
     };

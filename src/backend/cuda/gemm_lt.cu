@@ -33,6 +33,14 @@ bool g_lt = env_flag("DEEPINFER_CUDA_LT", true);
 bool g_invariant = env_flag("DEEPINFER_BATCH_INVARIANT", false);
 const bool g_verbose = env_flag("DEEPINFER_CUDA_LT_VERBOSE", false);  // why a product was declined
 
+// The WMMA tiles' products on cuBLASLt (DEEPINFER_CUDA_LT_DEQUANT): 0 off, 1 the weight view
+// dequantized into scratch per launch, 2 a bf16 copy of each view kept after its first launch.
+LtDequant g_dequant = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_LT_DEQUANT");
+  if (!v || !*v) return LtDequant::PerLaunch;
+  return *v == '0' ? LtDequant::Off : *v == '2' ? LtDequant::Kept : LtDequant::PerLaunch;
+}();
+
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 constexpr size_t kMinScratchBytes = size_t{32} << 20;  // a 256-row decode batch of K = 16384 halves
 constexpr size_t kMinScaleBytes = size_t{1} << 20;
@@ -74,12 +82,16 @@ struct BlasState {
   size_t scale_bytes = 0;
   void* out16 = nullptr;  // bf16 D when the fp32 D has no algorithm
   size_t out16_bytes = 0;
+  void* wdeq = nullptr;  // a quantized weight view dequantized to bf16 for one launch
+  size_t wdeq_bytes = 0;
   float* probe = nullptr;  // the FP8 check's outputs
   std::map<PlanKey, Plan> plans;
   // Batch-invariant mode: the algorithm of each shape (n = kInvariantReferenceRows), or none.
   std::map<PlanKey, std::pair<bool, cublasLtMatmulAlgo_t>> fixed;
   // Weight scales in cuBLASLt's block layout, by (scale tensor, first row, rows).
   std::map<std::tuple<const uint8_t*, int64_t, int64_t>, float*> weight_scales;
+  // LtDequant::Kept: the bf16 copies of quantized weight views, by (data, first row, rows).
+  std::map<std::tuple<const uint8_t*, int64_t, int64_t>, uint16_t*> weight_copies;
   // Outgrown scratch buffers: CUDA graphs captured earlier may still read them.
   std::vector<void*> retired;
   bool warned = false;
@@ -87,6 +99,8 @@ struct BlasState {
   ~BlasState() {
     for (auto& [k, p] : plans) destroy(p);
     for (auto& [k, s] : weight_scales) cudaFree(s);
+    for (auto& [k, c] : weight_copies) cudaFree(c);
+    cudaFree(wdeq);
     cudaFree(workspace);
     cudaFree(act);
     cudaFree(act_scales);
@@ -436,22 +450,140 @@ bool bf16_linear(BlasState& s, Exec& e, const float* x, int64_t ldx, int64_t n, 
   // exact in the fp32 accumulation.
   auto* hi = static_cast<uint16_t*>(s.act);
   uint16_t* lo = hi + n * K;
-  e.each(n * K, [=] DI_HD(int64_t i) {
-    const float v = x[(i / K) * ldx + i % K];
-    const float h = bf16r(v);
-    hi[i] = static_cast<uint16_t>(f2u(h) >> 16);
-    lo[i] = static_cast<uint16_t>(f2u(bf16r(v - h)) >> 16);
-  });
+  if (K % 4 == 0 && ldx % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    const int64_t per_row = K / 4;  // four values a thread, one float4 load
+    e.each(n * per_row, [=] DI_HD(int64_t i) {
+      const int64_t r = i / per_row, k = i % per_row * 4;
+      const float4 v = *reinterpret_cast<const float4*>(x + r * ldx + k);
+      const float h[4] = {bf16r(v.x), bf16r(v.y), bf16r(v.z), bf16r(v.w)};
+      const float l[4] = {bf16r(v.x - h[0]), bf16r(v.y - h[1]), bf16r(v.z - h[2]),
+                          bf16r(v.w - h[3])};
+      *reinterpret_cast<uint2*>(hi + r * K + k) =
+          uint2{(f2u(h[0]) >> 16) | (f2u(h[1]) & 0xffff0000u),
+                (f2u(h[2]) >> 16) | (f2u(h[3]) & 0xffff0000u)};
+      *reinterpret_cast<uint2*>(lo + r * K + k) =
+          uint2{(f2u(l[0]) >> 16) | (f2u(l[1]) & 0xffff0000u),
+                (f2u(l[2]) >> 16) | (f2u(l[3]) & 0xffff0000u)};
+    });
+  } else {
+    e.each(n * K, [=] DI_HD(int64_t i) {
+      const float v = x[(i / K) * ldx + i % K];
+      const float h = bf16r(v);
+      hi[i] = static_cast<uint16_t>(f2u(h) >> 16);
+      lo[i] = static_cast<uint16_t>(f2u(bf16r(v - h)) >> 16);
+    });
+  }
   const void* a = reinterpret_cast<const uint16_t*>(w.data) + w.row0 * w.stride;
   return run(s, e, *p, a, hi, y, 0.0f) && run(s, e, *p, a, lo, y, 1.0f);
 }
 
+// The weight view as bf16 bits [out, in], row-major: eight FP8 codes a thread (one block scale)
+// where the view allows, else one element a thread through at() (FP4, odd shapes).
+void dequantize_bf16(Exec& e, const DevWeight& w, uint16_t* dst) {
+  const DevWeight wv = w;
+  const int64_t K = w.in;
+  const bool vec8 = w.format == DevFormat::FP8 && K % 8 == 0 && w.block_in % 8 == 0 &&
+                    w.stride % 8 == 0 && reinterpret_cast<uintptr_t>(w.data) % 8 == 0;
+  if (vec8) {
+    const int64_t per_row = K / 8;
+    e.each(w.out * per_row, [=] DI_HD(int64_t i) {
+      const int64_t o = i / per_row, k = i % per_row * 8, r = o + wv.row0;
+      const uint2 codes = *reinterpret_cast<const uint2*>(wv.data + r * wv.stride + k);
+      const float sc = wv.scale_at(r / wv.block_out, k / wv.block_in);
+      uint32_t packed[4];
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t word = j < 2 ? codes.x : codes.y;
+        const int sh = 16 * (j % 2);
+        const float a = e4m3_to_float(static_cast<uint8_t>(word >> sh)) * sc;
+        const float b = e4m3_to_float(static_cast<uint8_t>(word >> (sh + 8))) * sc;
+        packed[j] = (f2u(bf16r(a)) >> 16) | (f2u(bf16r(b)) & 0xffff0000u);
+      }
+      *reinterpret_cast<uint4*>(dst + o * K + k) =
+          uint4{packed[0], packed[1], packed[2], packed[3]};
+    });
+    return;
+  }
+  e.each(w.out * K, [=] DI_HD(int64_t i) {
+    dst[i] = static_cast<uint16_t>(f2u(bf16r(wv.at(i / K, i % K))) >> 16);
+  });
+}
+
+// x (n rows of K, stride ldx) rounded to bf16 bits [n, K]: four values a thread where aligned.
+void round_rows_bf16(Exec& e, const float* x, int64_t ldx, int64_t n, int64_t K, uint16_t* dst) {
+  if (K % 4 == 0 && ldx % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    const int64_t per_row = K / 4;
+    e.each(n * per_row, [=] DI_HD(int64_t i) {
+      const int64_t r = i / per_row, k = i % per_row * 4;
+      const float4 v = *reinterpret_cast<const float4*>(x + r * ldx + k);
+      const uint2 packed{(f2u(bf16r(v.x)) >> 16) | (f2u(bf16r(v.y)) & 0xffff0000u),
+                         (f2u(bf16r(v.z)) >> 16) | (f2u(bf16r(v.w)) & 0xffff0000u)};
+      *reinterpret_cast<uint2*>(dst + r * K + k) = packed;
+    });
+    return;
+  }
+  e.each(n * K, [=] DI_HD(int64_t i) {
+    dst[i] = static_cast<uint16_t>(f2u(bf16r(x[(i / K) * ldx + i % K])) >> 16);
+  });
+}
+
+// The bf16 weight view for a launch: the kept copy (made on first use, outside capture), or
+// dequantized into the scratch now.
+const uint16_t* bf16_view(BlasState& s, Exec& e, const DevWeight& w, LtDequant mode,
+                          bool in_capture) {
+  const size_t bytes = static_cast<size_t>(w.out * w.in) * 2;
+  if (mode == LtDequant::Kept) {
+    const auto key = std::make_tuple(w.data, w.row0, w.out);
+    auto it = s.weight_copies.find(key);
+    if (it != s.weight_copies.end()) return it->second;
+    if (in_capture) return nullptr;
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    auto* dst = static_cast<uint16_t*>(p);
+    dequantize_bf16(e, w, dst);
+    s.weight_copies.emplace(key, dst);
+    return dst;
+  }
+  if (!reserve(s, s.wdeq, s.wdeq_bytes, bytes, kMinScratchBytes, in_capture)) return nullptr;
+  auto* dst = static_cast<uint16_t*>(s.wdeq);
+  dequantize_bf16(e, w, dst);
+  return dst;
+}
 }  // namespace
 
 void set_lt_gemm(bool on) { g_lt = on; }
 bool lt_gemm() { return g_lt; }
 void set_batch_invariant(bool on) { g_invariant = on; }
 bool batch_invariant() { return g_invariant; }
+
+LtDequant lt_dequant() { return g_dequant; }
+
+bool lt_dequant_linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
+                       float* y, int64_t ldy, LtDequant mode) {
+  if (e.emulate || n <= 0 || mode == LtDequant::Off || !w.quantized() || w.in % 8 != 0 ||
+      ldy % 4 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0)
+    return false;
+  const bool in_capture = capturing(e);
+  BlasState* s = state(e, in_capture);
+  if (!s) return false;
+  const int64_t K = w.in, M = w.out;
+  Plan* p = plan(*s, PlanKey{static_cast<int>(Kind::Bf16), M, n, K, K, ldy, false, false});
+  if (!p || !reserve(*s, s->act, s->act_bytes, static_cast<size_t>(n * K) * 2, kMinScratchBytes,
+                     in_capture))
+    return false;
+  const uint16_t* a = bf16_view(*s, e, w, mode, in_capture);
+  if (!a) return false;
+  auto* b = static_cast<uint16_t*>(s->act);
+  round_rows_bf16(e, x, ldx, n, K, b);
+  if (!run(*s, e, *p, a, b, y, 0.0f)) return false;
+  e.each(n * M, [=] DI_HD(int64_t i) {
+    float* v = y + (i / M) * ldy + i % M;
+    *v = bf16r(*v);
+  });
+  return true;
+}
 
 bool lt_linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                int64_t ldy, bool official) {

@@ -21,6 +21,22 @@ namespace deepinfer::cuda {
 bool lt_linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                int64_t ldy, bool official);
 
+// How the products the WMMA tiles take (gemm_tc: official numerics, quantized weights that
+// lt_linear declines — wo_a's bf16-rounded inputs, FP8 plans that failed the check, FP4) run past
+// the GEMV passes: on the tiles (Off), or on cuBLASLt with the weight view dequantized to bf16
+// into scratch at each launch (PerLaunch, the default) or once into a kept bf16 copy (Kept: twice
+// the FP8 bytes of those views on top; the decode GEMVs still read the FP8 weights).
+// DEEPINFER_CUDA_LT_DEQUANT=0 / 1 / 2.
+enum class LtDequant : int { Off = 0, PerLaunch = 1, Kept = 2 };
+LtDequant lt_dequant();
+
+// gemm_tc's product on cuBLASLt: w's view dequantized to bf16 (e4m3 / e2m1 times a power-of-two
+// scale: exact), x rounded to bf16 (the caller's inputs are bf16-exact), one bf16 product with
+// fp32 accumulation, y rounded to bf16. False (y untouched) when the shape or the state does not
+// allow it; the caller then runs the tiles.
+bool lt_dequant_linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
+                       float* y, int64_t ldy, LtDequant mode);
+
 // The rows the batch-invariant mode's one algorithm per shape is chosen for.
 constexpr int64_t kInvariantReferenceRows = 512;
 

@@ -1,5 +1,6 @@
 // Short-output fp32 products at prefill row counts (gemm_short.cu): y[r, o] = x[r, :] · W[o, :]
-// for fp32 weights of at most 32 outputs (the mHC mixes), a block per 16 rows.
+// for fp32 weights of at most 32 outputs (the mHC mixes), a block per 16 rows, or per 32 rows
+// with 4 × 4 outputs a thread from 4,096 rows on.
 #pragma once
 
 #include <cstdint>

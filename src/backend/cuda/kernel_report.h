@@ -38,9 +38,17 @@ std::vector<KernelCheck> expert_lt_kernel_report();
 // (≤ 1e-4 relative to the largest output) and official (≤ 1e-2: bf16 outputs).
 std::vector<KernelCheck> attention_tc_kernel_report();
 
-// Prefill products against the reference body of linear() at 512 rows: wo_a's FP8 WMMA tiles
-// (≤ 1e-2: bf16 outputs) and the short-output fp32 kernel of the mHC mixes (≤ 1e-5).
+// Prefill products against the reference body of linear(): wo_a's FP8 product at 512 and 8,192
+// rows on the WMMA tiles and on cuBLASLt after a bf16 dequantization (per launch, kept copy; all
+// ≤ 1e-2: bf16 outputs), and the short-output fp32 kernels of the mHC mixes at both (≤ 1e-5 at
+// 512 rows, ≤ 3e-5 at 8,192: another summation order).
 std::vector<KernelCheck> prefill_kernel_report();
+
+// compressor_push_fast against the reference push: multi-segment launches that start inside
+// windows and continue, both compressor kinds (ratio 4 overlapping, ratio 128); entry stores and
+// states bit-identical (tolerance 0). emulate: on the host (no device needed); else on the device,
+// with the times of an 8,192-row chunk of each V4-Flash compressor shape.
+std::vector<KernelCheck> compressor_kernel_report(bool emulate);
 
 // Which matrix kernels the forward uses: decode GEMV version (0: per format, the default; 1: a
 // warp per column; 2: four columns per warp, 16-byte loads) and the tensor-core tiles for official

@@ -78,9 +78,11 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
     return;
   }
   // The WMMA tiles are exact for quantized weights on bf16-exact inputs; past the GEMV passes they
-  // take what cuBLASLt does not (inputs rounded to bf16 by the caller, FP4 weights).
+  // take what cuBLASLt does not (inputs rounded to bf16 by the caller, FP4 weights) — unless the
+  // same product runs on cuBLASLt with the weight dequantized to bf16 (gemm_lt.cuh).
   if (!e.emulate && fast_kernels() && quant && n > 8 && !invariant &&
       (tensor_cores() || (big && lt_gemm()))) {
+    if (big && lt_gemm() && lt_dequant_linear(e, x, ldx, n, w, y, ldy, lt_dequant())) return;
     gemm_tc(e, x, ldx, n, w, y, ldy, quant);
     return;
   }
@@ -328,12 +330,17 @@ void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, cons
              const float* y, int64_t n, float* X_out, bool round_out) {
   const int hc = p.hc;
   const int64_t d = p.d;
-  e.each(n * hc * d, [=] DI_HD(int64_t i) {
-    const int64_t k = i % d, j = (i / d) % hc, t = i / (d * hc);
+  // A thread per (row, k) for all hc outputs: each X value is fetched from memory once, not hc
+  // times (same sums, same order).
+  e.each(n * d, [=] DI_HD(int64_t i) {
+    const int64_t k = i % d, t = i / d;
     const float* C = comb + t * hc * hc;
-    float o = post[t * hc + j] * y[t * d + k];
-    for (int s = 0; s < hc; ++s) o += C[s * hc + j] * X[(t * hc + s) * d + k];
-    X_out[i] = round_out ? bf16r(o) : o;
+    const float yv = y[t * d + k];
+    for (int j = 0; j < hc; ++j) {
+      float o = post[t * hc + j] * yv;
+      for (int s = 0; s < hc; ++s) o += C[s * hc + j] * X[(t * hc + s) * d + k];
+      X_out[(t * hc + j) * d + k] = round_out ? bf16r(o) : o;
+    }
   });
 }
 
