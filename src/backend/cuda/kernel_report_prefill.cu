@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/gemm_lt.cuh"
 #include "backend/cuda/gemm_short.cuh"
@@ -60,8 +61,13 @@ std::vector<KernelCheck> prefill_kernel_report() {
   constexpr int64_t n = 512;
   // wo_a: group 1 of an FP8 [2048, 4096] matrix, inputs bf16-exact, outputs bf16; on the WMMA
   // tiles and on cuBLASLt with the weight dequantized per launch or kept as a bf16 copy.
+  // The kept bf16 copies (like the cuBLASLt scale layouts) are found by the weight's address, which
+  // a weight keeps for the model's life: both matrices stay allocated so that the second is not
+  // given the first one's freed address and served its stale copy.
+  std::vector<Matrix> alive;
+  alive.reserve(2);
   for (const int64_t rows : {n, int64_t{8192}}) {
-    Matrix m = random_matrix(e, DevFormat::FP8, 2048, 4096, rng);
+    Matrix& m = alive.emplace_back(random_matrix(e, DevFormat::FP8, 2048, 4096, rng));
     DevWeight w = m.w.rows(1024, 1024);
     w.quantize_input = false;
     std::normal_distribution<float> g(0.0f, 1.0f);
