@@ -91,6 +91,26 @@ std::vector<int32_t> skewed_routing(int64_t slots, int E, std::mt19937& rng) {
   return idx;
 }
 
+// The three products' reference bodies over the first `checked` slots into r1 / r3 / r2, then
+// the outputs under test y1 / y3 / y2 NaN-filled, so a slot a kernel leaves unwritten shows.
+struct ExpertRows {
+  DeviceArray<float>&y1, &y3, &y2, &r1, &r3, &r2;
+};
+void reference_experts(Exec& e, const float* x, int64_t checked, int K, const Experts& w1,
+                       const Experts& w3, const Experts& w2, const int32_t* idx, DevFormat f,
+                       int64_t out, int64_t in, const ExpertRows& rows) {
+  set_fast_kernels(false);
+  linear_experts(e, x, false, checked, K, w1.table.ptr, idx, rows.r1.ptr, out, out, in, false,
+                 false, f, nullptr);
+  linear_experts(e, x, false, checked, K, w3.table.ptr, idx, rows.r3.ptr, out, out, in, false,
+                 false, f, nullptr);
+  linear_experts(e, x, true, checked, K, w2.table.ptr, idx, rows.r2.ptr, in, in, out, false, false,
+                 f, nullptr);
+  set_fast_kernels(true);
+  for (auto* y : {&rows.y1, &rows.y3, &rows.y2})
+    cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+}
+
 }  // namespace
 
 std::vector<KernelCheck> expert_kernel_report() {
@@ -132,15 +152,8 @@ std::vector<KernelCheck> expert_kernel_report() {
       const int64_t checked = std::min<int64_t>(slots, 384);
       // The reference bodies into r1 / r3 / r2, then the outputs under test NaN-filled.
       const auto reference = [&] {
-        set_fast_kernels(false);
-        linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
-                       false, false, f, nullptr);
-        linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
-                       false, false, f, nullptr);
-        linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
-                       false, false, f, nullptr);
-        set_fast_kernels(true);
-        for (auto* y : {&y1, &y3, &y2}) cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+        reference_experts(e, x.ptr, checked, K, w1, w3, w2, idx.ptr, f, kOut, kIn,
+                          {y1, y3, y2, r1, r3, r2});
       };
       reference();
       const auto grouped13 = [&] {
@@ -325,15 +338,8 @@ std::vector<KernelCheck> expert_lt_kernel_report() {
       const int64_t checked = std::min<int64_t>(slots, 384);
       for (bool exact_in : {false, true}) {
         if (exact_in) e.each(slots * kIn, [=] DI_HD(int64_t i) { xp[i] = bf16r(xp[i]); });
-        set_fast_kernels(false);
-        linear_experts(e, x.ptr, false, checked, K, w1.table.ptr, idx.ptr, r1.ptr, kOut, kOut, kIn,
-                       false, false, f, nullptr);
-        linear_experts(e, x.ptr, false, checked, K, w3.table.ptr, idx.ptr, r3.ptr, kOut, kOut, kIn,
-                       false, false, f, nullptr);
-        linear_experts(e, x.ptr, true, checked, K, w2.table.ptr, idx.ptr, r2.ptr, kIn, kIn, kOut,
-                       false, false, f, nullptr);
-        set_fast_kernels(true);
-        for (auto* y : {&y1, &y3, &y2}) cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+        reference_experts(e, x.ptr, checked, K, w1, w3, w2, idx.ptr, f, kOut, kIn,
+                          {y1, y3, y2, r1, r3, r2});
         bool ran = true;
         const auto lt = [&] {
           std::vector<int32_t> offsets;
