@@ -17,6 +17,7 @@
 
 #include "../model/fixture_util.h"
 #include "backend/cuda/kernel_report.h"
+#include "kernel_checks.h"
 #include "model/model.h"
 
 namespace deepinfer::cuda {
@@ -428,10 +429,7 @@ namespace {
 // The fast matrix kernels against the reference bodies on random weights, and their speed.
 TEST(CudaKernels, FastMatchesReferenceAndRoofline) {
   if (!device_available()) GTEST_SKIP() << device_name();
-  for (const KernelCheck& k : kernel_report()) {
-    std::printf("  %s\n", k.line.c_str());
-    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
-  }
+  expect_within_tolerance(kernel_report());
 }
 
 // The cuBLASLt products against the reference bodies, their TFLOP/s, and batch invariance.
@@ -439,10 +437,7 @@ TEST(CudaKernels, CublasLtProducts) {
   if (!device_available()) GTEST_SKIP() << device_name();
   const std::vector<KernelCheck> checks = lt_kernel_report();
   EXPECT_GE(checks.size(), 28u + 1u + 4u);
-  for (const KernelCheck& k : checks) {
-    std::printf("  %s\n", k.line.c_str());
-    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
-  }
+  expect_within_tolerance(checks);
 }
 
 // The fast attention, indexer and per-row kernels return the reference bodies' bits.
@@ -450,10 +445,7 @@ TEST(CudaKernels, FastOpsEqualTheReferenceBodies) {
   if (!device_available()) GTEST_SKIP() << device_name();
   const std::vector<KernelCheck> checks = op_kernel_report();
   EXPECT_GE(checks.size(), 40u);
-  for (const KernelCheck& k : checks) {
-    std::printf("  %s\n", k.line.c_str());
-    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
-  }
+  expect_within_tolerance(checks);
 }
 
 }  // namespace

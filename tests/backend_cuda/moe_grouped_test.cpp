@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/kernel_report.h"
+#include "kernel_checks.h"
 
 namespace deepinfer::cuda {
 namespace {
@@ -17,10 +18,7 @@ TEST(CudaKernels, GroupedExpertsMatchTheReference) {
   const std::vector<KernelCheck> lt = expert_lt_kernel_report();
   EXPECT_EQ(lt.size(), 24u);  // 3 formats × 4 launches × (fp32, bf16-exact inputs)
   checks.insert(checks.end(), lt.begin(), lt.end());
-  for (const KernelCheck& k : checks) {
-    std::printf("  %s\n", k.line.c_str());
-    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
-  }
+  expect_within_tolerance(checks);
 }
 
 }  // namespace

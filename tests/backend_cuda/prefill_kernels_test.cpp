@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/kernel_report.h"
+#include "kernel_checks.h"
 
 namespace deepinfer::cuda {
 namespace {
@@ -16,37 +17,28 @@ TEST(CudaKernels, AttentionTcMatchesTheReference) {
   if (!device_available()) GTEST_SKIP() << device_name();
   const std::vector<KernelCheck> checks = attention_tc_kernel_report();
   EXPECT_EQ(checks.size(), 12u);  // 3 launches × CSA / HCA × official / exact
-  for (const KernelCheck& k : checks) {
-    std::printf("  %s\n", k.line.c_str());
-    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
-  }
+  expect_within_tolerance(checks);
 }
 
 TEST(CudaKernels, PrefillProductsMatchTheReference) {
   if (!device_available()) GTEST_SKIP() << device_name();
   const std::vector<KernelCheck> checks = prefill_kernel_report();
   EXPECT_EQ(checks.size(), 8u);  // {512, 8192} rows × (wo_a × {WMMA, Lt, Lt copy}, mHC)
-  for (const KernelCheck& k : checks) {
-    std::printf("  %s\n", k.line.c_str());
-    EXPECT_LE(k.rel_error, k.tolerance) << k.line;
-  }
+  expect_within_tolerance(checks);
 }
 
 TEST(CudaKernels, CompressorPushMatchesTheReference) {
   if (!device_available()) GTEST_SKIP() << device_name();
   const std::vector<KernelCheck> checks = compressor_kernel_report(false);
   EXPECT_EQ(checks.size(), 5u);
-  for (const KernelCheck& k : checks) {
-    std::printf("  %s\n", k.line.c_str());
-    EXPECT_EQ(k.rel_error, 0.0) << k.line;
-  }
+  expect_exact(checks);
 }
 
 // The same comparison on the host (Exec::emulate): no device needed.
 TEST(CudaEmulatedKernels, CompressorPushMatchesTheReference) {
   const std::vector<KernelCheck> checks = compressor_kernel_report(true);
   EXPECT_EQ(checks.size(), 2u);
-  for (const KernelCheck& k : checks) EXPECT_EQ(k.rel_error, 0.0) << k.line;
+  expect_exact(checks, false);
 }
 
 }  // namespace
