@@ -12,9 +12,6 @@
 // split into bf16 hi + lo and multiplied as hi·hi + hi·lo + lo·hi (≈ 16 significand bits).
 #include <cuda_bf16.h>
 
-#include <cstdlib>
-#include <cstring>
-
 #include "backend/cuda/attention_tc.cuh"
 #include "backend/cuda/formats.cuh"
 
@@ -31,10 +28,7 @@ constexpr int kLdPV = kPvSlots + 8;
 constexpr int kMaxTiles = 128;  // official softmax tiles per row (S ≤ 8192)
 constexpr int kMinRows = 64;    // below this (decode) the per-(row, head) kernel stays
 
-bool g_attention_tc = [] {
-  const char* env = std::getenv("DEEPINFER_CUDA_ATTN_TC");
-  return !env || std::strcmp(env, "0") != 0;
-}();
+bool g_attention_tc = env_switch("DEEPINFER_CUDA_ATTN_TC", true);
 
 // x = hi + lo with hi = bf16(x) and lo = bf16(x − hi).
 __device__ inline void split(float x, __nv_bfloat16& hi, __nv_bfloat16& lo) {

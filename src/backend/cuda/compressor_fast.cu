@@ -5,18 +5,13 @@
 // from the chunk or, before the chunk, from the state; then one thread per (segment, slot,
 // channel) leaves the state as the reference's last step would. Same operations in the same
 // order as the reference: the entries and the state are bit-identical.
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/attention.cuh"
 
 namespace deepinfer::cuda {
 namespace {
 
-bool g_fast_compressor = [] {
-  const char* env = std::getenv("DEEPINFER_CUDA_FAST_COMPRESSOR");
-  return !env || std::strcmp(env, "0") != 0;
-}();
+bool g_fast_compressor = env_switch("DEEPINFER_CUDA_FAST_COMPRESSOR", true);
 
 // Position q's value and score (ape added) on channel ch of one sequence's compressor: from the
 // chunk row when q is in the chunk, else from the state row the reference keeps it in (the open

@@ -2,11 +2,14 @@
 
 namespace deepinfer::cuda {
 
+bool env_switch(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return std::strcmp(v, "0") != 0;
+}
+
 bool pdl_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("DEEPINFER_CUDA_PDL");
-    return env && std::strcmp(env, "1") == 0;
-  }();
+  static const bool on = env_switch("DEEPINFER_CUDA_PDL", false);
   return on;
 }
 

@@ -31,6 +31,9 @@ __device__ __forceinline__ void pdl_begin() {
 #endif
 }
 
+// A switch from the environment: unset or empty gives `fallback`, "0" off, any other value on.
+bool env_switch(const char* name, bool fallback);
+
 // Whether Exec::launch asks for programmatic dependent launch: DEEPINFER_CUDA_PDL=1 (off by
 // default: on the H200 the decode graphs gained nothing measurable at batch 1 and lost 4-5 % at
 // batch 256, bench/results/cuda.md).

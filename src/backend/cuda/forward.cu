@@ -3,8 +3,6 @@
 // model.cpp / block.cpp / attention.cpp / moe.cpp step for step.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/device_model.cuh"
 #include "backend/cuda/gemv.cuh"
@@ -16,10 +14,7 @@ namespace {
 // wo_a's G products in one launch: off unless DEEPINFER_CUDA_GROUP_WO_A=1 (the one device run that
 // had it on was no faster end to end, with another change beside it; not measured alone).
 bool group_wo_a() {
-  static const bool on = [] {
-    const char* env = std::getenv("DEEPINFER_CUDA_GROUP_WO_A");
-    return env && std::strcmp(env, "1") == 0;
-  }();
+  static const bool on = env_switch("DEEPINFER_CUDA_GROUP_WO_A", false);
   return on;
 }
 

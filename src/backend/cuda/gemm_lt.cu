@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
@@ -23,15 +22,10 @@ namespace deepinfer::cuda {
 
 namespace {
 
-bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  return std::strcmp(v, "0") != 0;
-}
-
-bool g_lt = env_flag("DEEPINFER_CUDA_LT", true);
-bool g_invariant = env_flag("DEEPINFER_BATCH_INVARIANT", false);
-const bool g_verbose = env_flag("DEEPINFER_CUDA_LT_VERBOSE", false);  // why a product was declined
+bool g_lt = env_switch("DEEPINFER_CUDA_LT", true);
+bool g_invariant = env_switch("DEEPINFER_BATCH_INVARIANT", false);
+const bool g_verbose =
+    env_switch("DEEPINFER_CUDA_LT_VERBOSE", false);  // why a product was declined
 
 // The WMMA tiles' products on cuBLASLt (DEEPINFER_CUDA_LT_DEQUANT): 0 off, 1 the weight view
 // dequantized into scratch per launch, 2 a bf16 copy of each view kept after its first launch.

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "backend/cuda/cuda_model.h"
@@ -549,10 +548,7 @@ void launch_gemv4(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& 
 // fewer warps than half of the GPU's 132 SMs x 64 and each still gets a 512-element chunk.
 // DEEPINFER_CUDA_GEMV_SPLIT=0: always 1 (gemv4_row_kernel).
 int row_split(int64_t groups, int64_t in) {
-  static const bool on = [] {
-    const char* env = std::getenv("DEEPINFER_CUDA_GEMV_SPLIT");
-    return !(env && std::strcmp(env, "0") == 0);
-  }();
+  static const bool on = env_switch("DEEPINFER_CUDA_GEMV_SPLIT", true);
   int s = 1;
   while (on && s < 8 && groups * s < 132 * 32 && in / 512 >= 2 * s) s *= 2;
   return s;

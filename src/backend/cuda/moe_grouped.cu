@@ -1,6 +1,5 @@
 // Routed experts grouped by expert: the device permutation (moe_plan) and the grouped expert
 // GEMV (grouped_experts). What they compute and why is in moe_grouped.cuh.
-#include <cstdlib>
 
 #include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/gemv.cuh"
@@ -337,12 +336,8 @@ void grouped_experts(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E, co
 }
 
 namespace {
-bool env_on(const char* name) {
-  const char* env = std::getenv(name);
-  return !(env && env[0] == '0');
-}
-bool g_grouped = env_on("DEEPINFER_CUDA_GROUPED_EXPERTS");
-bool g_grouped_tc = env_on("DEEPINFER_CUDA_GROUPED_TC");
+bool g_grouped = env_switch("DEEPINFER_CUDA_GROUPED_EXPERTS", true);
+bool g_grouped_tc = env_switch("DEEPINFER_CUDA_GROUPED_TC", true);
 }  // namespace
 
 void set_grouped_experts(bool on) { g_grouped = on; }

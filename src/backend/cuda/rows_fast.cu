@@ -4,8 +4,6 @@
 // Each computes what its reference body in ops.cu computes, bitwise: element-wise steps run in
 // parallel, maxima reduce in any order (exact), and sums stay in the reference's order.
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cuda/fast_ops.cuh"
 
@@ -168,10 +166,7 @@ __global__ void hc_pre_rows_kernel(const HcParams q, const float* __restrict__ m
 }  // namespace
 
 bool fast_ops() {
-  static const bool on = [] {
-    const char* env = std::getenv("DEEPINFER_CUDA_FAST_OPS");
-    return !env || std::strcmp(env, "0") != 0;
-  }();
+  static const bool on = env_switch("DEEPINFER_CUDA_FAST_OPS", true);
   return on;
 }
 
