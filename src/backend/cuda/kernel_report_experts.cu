@@ -294,15 +294,15 @@ std::vector<KernelCheck> expert_kernel_report() {
 
 // The cuBLAS path (grouped_experts_lt) at prefill sizes, skewed routing (128 experts with slots)
 // and uniform (all 256): fp32 inputs (hi + lo) and bf16-exact ones (as the official numerics give
-// them), against the reference body on the first 384 slots, every slot written, and its time in
-// both modes (serial, overlapped dequantization) beside the tensor-core WMMA kernel's.
+// them), against the reference body on the first 384 slots, every slot written, and its time
+// beside the tensor-core WMMA kernel's.
 std::vector<KernelCheck> expert_lt_kernel_report() {
   std::vector<KernelCheck> report;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return report;
   const bool fast0 = fast_kernels();
-  const int mode0 = experts_lt_mode() == 0 ? 2 : experts_lt_mode();
-  set_experts_lt_mode(mode0);
+  const bool lt0 = experts_lt();
+  set_experts_lt(true);  // checked even where the environment turns it off
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(23);
@@ -372,20 +372,12 @@ std::vector<KernelCheck> expert_lt_kernel_report() {
         char line[400];
         int used = std::snprintf(
             line, sizeof line,
-            "%s experts cuBLAS tokens=%-4lld slots=%-5lld %s routing, %s inputs: mode %d %8.3f ms "
+            "%s experts cuBLAS tokens=%-4lld slots=%-5lld %s routing, %s inputs: %8.3f ms "
             "(%6.1f TFLOP/s)",
             fmt_name(f), static_cast<long long>(tokens), static_cast<long long>(slots),
-            uniform ? "uniform" : "skewed", exact_in ? "bf16-exact" : "fp32 hi+lo",
-            experts_lt_mode(), ms_lt, flop / (ms_lt * 1e-3) / 1e12);
-        if (exact_in) {  // the other modes and the WMMA kernel on the same launch
-          for (int mode : {3 - mode0}) {
-            set_experts_lt_mode(mode);
-            const double ms = time_ms(e, iters, lt);
-            used +=
-                std::snprintf(line + used, sizeof line - static_cast<size_t>(used),
-                              "; mode %d %8.3f ms (%6.1f)", mode, ms, flop / (ms * 1e-3) / 1e12);
-          }
-          set_experts_lt_mode(mode0);
+            uniform ? "uniform" : "skewed", exact_in ? "bf16-exact" : "fp32 hi+lo", ms_lt,
+            flop / (ms_lt * 1e-3) / 1e12);
+        if (exact_in) {  // the WMMA kernel on the same launch
           const double ms_tc = time_ms(e, iters, [&] {
             moe_plan(e, idx.ptr, slots, E, plan);
             grouped_experts_tc(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
@@ -408,6 +400,7 @@ std::vector<KernelCheck> expert_lt_kernel_report() {
     }
   }
   set_fast_kernels(fast0);
+  set_experts_lt(lt0);
   cudaStreamDestroy(e.stream);
   return report;
 }

@@ -97,10 +97,9 @@ bool grouped_tensor_cores();
 // launch (no atomics); the sums differ from the other kernels' in order only. Returns false,
 // leaving the outputs alone, when it cannot run (scratch or cuBLAS refused); the caller then
 // takes another kernel.
-// Mode (env DEEPINFER_CUDA_EXPERTS_LT): 0 off, 1 on, 2 on with the next chunk's dequantization
-// on a second stream beside the current chunk's GEMMs (the default).
-void set_experts_lt_mode(int mode);
-int experts_lt_mode();
+// On by default; false (or env DEEPINFER_CUDA_EXPERTS_LT=0) keeps prefill on the other kernels.
+void set_experts_lt(bool on);
+bool experts_lt();
 bool grouped_experts_lt_supported(int64_t in, DevFormat format);
 bool read_plan_offsets(Exec& e, const ExpertPlan& plan, int E, std::vector<int32_t>& offsets);
 // Whether the cuBLAS path beats the WMMA kernel (against_wmma) on a launch of these offsets: its

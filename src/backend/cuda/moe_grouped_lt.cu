@@ -1,19 +1,19 @@
 // The cuBLAS path of the grouped expert products (moe_grouped.cuh grouped_experts_lt): the slots'
 // activation rows gathered in expert order as bf16 (hi, and lo = the rounding rest unless they are
-// bf16-exact), the experts with slots dequantized to bf16 a chunk at a time into one of two
-// bounded buffers (the two products that share their input stacked as one [2·out, in] matrix),
+// bf16-exact), the experts with slots dequantized to bf16 a chunk at a time into one bounded
+// buffer (the two products that share their input stacked as one [2·out, in] matrix),
 // a cuBLAS batched GEMM per bucket of experts with equal padded rows (bf16 × bf16 → fp32), and the
 // fp32 results scattered back to the slots' rows. Every expert's rows start at a multiple of
 // kRowAlign and its bucket computes the whole padded region, so no expert touches another's rows.
-// The overlapped mode dequantizes the next chunk on a second stream while the GEMMs of the
-// current one run (memory-bound beside compute-bound work).
+// Dequantizing the next chunk on a second stream beside the current chunk's GEMMs measured the
+// same as one stream (within 1 % on the H200: cuBLAS's kernels hold the SMs), so all runs in order
+// on the caller's stream.
 // cublasGemmGroupedBatchedEx (a group per expert) answered "not supported" for bf16 inputs with
 // fp32 outputs on the H200 (cuBLAS 13), so buckets of batched calls it is.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <vector>
 
@@ -25,15 +25,9 @@ namespace deepinfer::cuda {
 namespace {
 
 constexpr int64_t kRowAlign = 32;                         // rows per padded bucket step
-constexpr size_t kWeightBufferBytes = size_t{512} << 20;  // each of the two chunk buffers
+constexpr size_t kWeightBufferBytes = size_t{512} << 20;  // the chunk buffer
 
-int env_mode() {
-  const char* v = std::getenv("DEEPINFER_CUDA_EXPERTS_LT");
-  if (!v || !*v) return 2;
-  const int m = std::atoi(v);
-  return m >= 0 && m <= 2 ? m : 2;
-}
-int g_mode = env_mode();
+bool g_on = env_switch("DEEPINFER_CUDA_EXPERTS_LT", true);
 
 // A growing device buffer (old contents dropped).
 struct Scratch {
@@ -57,9 +51,8 @@ struct Scratch {
 // call waits for the last one's work on its stream before it reuses the scratch).
 struct LtState {
   cublasHandle_t handle = nullptr;
-  cudaStream_t side = nullptr;  // the overlapped mode's dequantization
-  cudaEvent_t done = nullptr, start = nullptr, ready[2] = {}, freed[2] = {};
-  Scratch xhi, xlo, c, w[2], ints, ptrs;
+  cudaEvent_t done = nullptr;
+  Scratch xhi, xlo, c, w, ints, ptrs;
 };
 
 LtState* state_for_device() {
@@ -72,9 +65,7 @@ LtState* state_for_device() {
       s.handle = nullptr;
       return nullptr;
     }
-    cudaStreamCreateWithFlags(&s.side, cudaStreamNonBlocking);
-    for (cudaEvent_t* ev : {&s.done, &s.start, &s.ready[0], &s.ready[1], &s.freed[0], &s.freed[1]})
-      cudaEventCreateWithFlags(ev, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming);
   }
   return &s;
 }
@@ -184,8 +175,8 @@ int64_t align_rows(int64_t n) { return (n + kRowAlign - 1) / kRowAlign * kRowAli
 
 }  // namespace
 
-void set_experts_lt_mode(int mode) { g_mode = mode; }
-int experts_lt_mode() { return g_mode; }
+void set_experts_lt(bool on) { g_on = on; }
+bool experts_lt() { return g_on; }
 
 bool experts_lt_pays(const std::vector<int32_t>& offsets, int E, bool against_wmma) {
   if (!against_wmma) return true;
@@ -195,7 +186,7 @@ bool experts_lt_pays(const std::vector<int32_t>& offsets, int E, bool against_wm
 }
 
 bool grouped_experts_lt_supported(int64_t in, DevFormat format) {
-  return g_mode != 0 && fast_kernels() && in > 0 && in % 8 == 0 &&
+  return g_on && fast_kernels() && in > 0 && in % 8 == 0 &&
          (format == DevFormat::FP4 || format == DevFormat::FP8 || format == DevFormat::BF16);
 }
 
@@ -245,23 +236,21 @@ bool grouped_experts_lt(Exec& e, const ExpertPlan& plan, const std::vector<int32
   if (!s->xhi.reserve(static_cast<size_t>(rows * in) * 2) ||
       (!x_bf16 && !s->xlo.reserve(static_cast<size_t>(rows * in) * 2)) ||
       !s->c.reserve(static_cast<size_t>(rows * M) * 4) ||
-      !s->w[0].reserve(static_cast<size_t>(chunk) * w_bytes) ||
-      (n_chunks > 1 && !s->w[1].reserve(static_cast<size_t>(chunk) * w_bytes)) ||
-      !s->ints.reserve(ints.size() * 4) || !s->ptrs.reserve(n_ptrs * sizeof(void*)))
+      !s->w.reserve(static_cast<size_t>(chunk) * w_bytes) || !s->ints.reserve(ints.size() * 4) ||
+      !s->ptrs.reserve(n_ptrs * sizeof(void*)))
     return false;
   auto* xhi = static_cast<__nv_bfloat16*>(s->xhi.p);
   auto* xlo = x_bf16 ? nullptr : static_cast<__nv_bfloat16*>(s->xlo.p);
   auto* c = static_cast<float*>(s->c.p);
-  __nv_bfloat16* w[2] = {static_cast<__nv_bfloat16*>(s->w[0].p),
-                         static_cast<__nv_bfloat16*>(s->w[1].p)};
+  auto* w = static_cast<__nv_bfloat16*>(s->w.p);
   auto* d_ints = static_cast<int32_t*>(s->ints.p);
-  // Pointer arrays per active expert (in `active` order): A = its dequantized weights in its
-  // chunk's buffer (chunks alternate between the two), B = its hi (lo) rows, C = its output rows.
+  // Pointer arrays per active expert (in `active` order): A = its dequantized weights in the
+  // chunk buffer, B = its hi (lo) rows, C = its output rows.
   std::vector<void*> ptrs(n_ptrs);
   for (int64_t i = 0; i < n_active; ++i) {
     const int x_e = active[static_cast<size_t>(i)];
     const int64_t r0 = ints[static_cast<size_t>(x_e)] + offsets[x_e];
-    ptrs[static_cast<size_t>(i)] = w[(i / chunk) % 2] + (i % chunk) * M * in;
+    ptrs[static_cast<size_t>(i)] = w + (i % chunk) * M * in;
     ptrs[static_cast<size_t>(n_active + i)] = xhi + r0 * in;
     ptrs[static_cast<size_t>(2 * n_active + i)] = xlo ? xlo + r0 * in : nullptr;
     ptrs[static_cast<size_t>(3 * n_active + i)] = c + r0 * M;
@@ -274,39 +263,28 @@ bool grouped_experts_lt(Exec& e, const ExpertPlan& plan, const std::vector<int32
   gather_kernel<<<static_cast<unsigned>(n_slots), 256, 0, e.stream>>>(plan, E, d_ints, x,
                                                                       x_per_slot, K, in, xhi, xlo);
   e.note(cudaGetLastError());
-  const bool overlap = g_mode == 2 && n_chunks > 1;
-  cudaStream_t dq = overlap ? s->side : e.stream;
-  if (overlap) {  // the side stream starts after the uploads and the scratch's last user
-    cudaEventRecord(s->start, e.stream);
-    cudaStreamWaitEvent(dq, s->start, 0);
-  }
   cublasSetStream(s->handle, e.stream);
   bool ok = true;
   for (int64_t q = 0; q < n_chunks && ok; ++q) {
     const int64_t c0 = q * chunk, nc = std::min(chunk, n_active - c0);
-    const int buf = static_cast<int>(q % 2);
-    if (overlap && q >= 2) cudaStreamWaitEvent(dq, s->freed[buf], 0);  // chunk q − 2's GEMMs
+    // The buffer is reused in stream order: chunk q's dequantization follows chunk q − 1's GEMMs.
     const dim3 grid(static_cast<unsigned>((M * (in / 8) + 255) / 256), static_cast<unsigned>(nc));
     const int32_t* ex = d_ints + E + c0;
     switch (format) {
       case DevFormat::FP4:
         dequant_kernel<DevFormat::FP4>
-            <<<grid, 256, 0, dq>>>(ex, a.experts, b.experts, out, in, w[buf]);
+            <<<grid, 256, 0, e.stream>>>(ex, a.experts, b.experts, out, in, w);
         break;
       case DevFormat::FP8:
         dequant_kernel<DevFormat::FP8>
-            <<<grid, 256, 0, dq>>>(ex, a.experts, b.experts, out, in, w[buf]);
+            <<<grid, 256, 0, e.stream>>>(ex, a.experts, b.experts, out, in, w);
         break;
       default:
         dequant_kernel<DevFormat::BF16>
-            <<<grid, 256, 0, dq>>>(ex, a.experts, b.experts, out, in, w[buf]);
+            <<<grid, 256, 0, e.stream>>>(ex, a.experts, b.experts, out, in, w);
         break;
     }
     e.note(cudaGetLastError());
-    if (overlap) {
-      cudaEventRecord(s->ready[buf], dq);
-      cudaStreamWaitEvent(e.stream, s->ready[buf], 0);
-    }
     // A batched call per bucket (experts of equal padded rows: consecutive in `active`).
     std::vector<int> bn, bsize;
     for (int64_t i = c0; i < c0 + nc; ++i) {
@@ -331,7 +309,6 @@ bool grouped_experts_lt(Exec& e, const ExpertPlan& plan, const std::vector<int32
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
       }
     }
-    if (overlap) cudaEventRecord(s->freed[buf], e.stream);
   }
   if (!ok) {
     cudaEventRecord(s->done, e.stream);
