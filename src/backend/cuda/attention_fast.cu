@@ -4,6 +4,7 @@
 // the reference (softmax denominators, the indexer's sum over heads) stay sequential, in one
 // thread over shared memory.
 #include "backend/cuda/fast_ops.cuh"
+#include "backend/cuda/official_softmax.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -108,58 +109,8 @@ __global__ void __launch_bounds__(kAttnThreads)
     const OfficialSlots order = official_slots(rw, a, r);
     const int64_t n_slots = order.n_slots;
     auto mine = [&](int64_t t) { return order.slot(t); };
-    const int n_tiles = static_cast<int>((n_slots + kTile - 1) / kTile);
-    for (int T = tid; T < n_tiles; T += kAttnThreads) {  // each tile's max
-      float tm = -INFINITY;
-      int any = 0;
-      for (int64_t t = T * kTile; t < n_slots && t < (T + 1) * kTile; ++t) {
-        const int s = mine(t);
-        if (s < 0) continue;
-        any = 1;
-        tm = fmaxf(tm, pr[s]);
-      }
-      tile_max[T] = tm;
-      tile_any[T] = any;
-    }
-    __syncthreads();
-    if (tid == 0) {  // the running max, tile by tile
-      float run_max = -INFINITY;
-      for (int T = 0; T < n_tiles; ++T) {
-        if (!tile_any[T]) {
-          tile_max[T] = run_max;
-          rescale[T] = 1.0f;
-          continue;
-        }
-        const float new_max = fmaxf(run_max, tile_max[T]);
-        rescale[T] = expf(run_max - new_max);
-        tile_max[T] = new_max;
-        run_max = new_max;
-      }
-      row_scale = run_max;
-    }
-    __syncthreads();
-    for (int T = tid; T < n_tiles; T += kAttnThreads) {  // each tile's sum, in slot order
-      float sum = 0.0f;
-      for (int64_t t = T * kTile; t < n_slots && t < (T + 1) * kTile; ++t) {
-        const int s = mine(t);
-        if (s >= 0) sum += expf(pr[s] - tile_max[T]);
-      }
-      psum[T] = sum;
-    }
-    __syncthreads();
-    if (tid == 0) {  // the denominator, then each tile's factor Π_{T' > T} rescale_T' / denom
-      float denom = 0.0f;
-      for (int T = 0; T < n_tiles; ++T) {
-        if (tile_any[T]) denom = denom * rescale[T] + psum[T];
-      }
-      denom += expf(sink - row_scale);
-      float f = 1.0f / denom;
-      for (int T = n_tiles - 1; T >= 0; --T) {
-        later[T] = f;
-        f *= rescale[T];
-      }
-    }
-    __syncthreads();
+    official_tile_softmax<kAttnThreads, kTile>(pr, n_slots, sink, mine,
+                                               {tile_max, rescale, psum, later, tile_any});
     for (int64_t t = tid; t < n_slots; t += kAttnThreads) {
       const int s = mine(t);
       const int T = static_cast<int>(t / kTile);

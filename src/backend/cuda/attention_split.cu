@@ -15,6 +15,7 @@
 
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemm_lt.cuh"
+#include "backend/cuda/official_softmax.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -214,62 +215,15 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float tile_max[kMaxSplitTiles], rescale[kMaxSplitTiles], psum[kMaxSplitTiles],
       later[kMaxSplitTiles];
   __shared__ int tile_any[kMaxSplitTiles];
-  __shared__ float run_max_all;
   const int tid = threadIdx.x;
   const int64_t rh = blockIdx.x, r = rh / a.H;
   float* pr = logits + rh * S;  // indexed by t
   const OfficialSlots order = official_slots(rw, a, r);
   const int64_t n_slots = order.n_slots;
-  const int n_tiles = static_cast<int>((n_slots + kTile - 1) / kTile);
-  for (int T = tid; T < n_tiles; T += kThreads) {
-    float tm = -INFINITY;
-    int any = 0;
-    for (int64_t t = T * kTile; t < n_slots && t < (T + 1) * kTile; ++t) {
-      if (order.slot(t) < 0) continue;
-      any = 1;
-      tm = fmaxf(tm, pr[t]);
-    }
-    tile_max[T] = tm;
-    tile_any[T] = any;
-  }
-  __syncthreads();
-  if (tid == 0) {
-    float run_max = -INFINITY;
-    for (int T = 0; T < n_tiles; ++T) {
-      if (!tile_any[T]) {
-        tile_max[T] = run_max;
-        rescale[T] = 1.0f;
-        continue;
-      }
-      const float new_max = fmaxf(run_max, tile_max[T]);
-      rescale[T] = expf(run_max - new_max);
-      tile_max[T] = new_max;
-      run_max = new_max;
-    }
-    run_max_all = run_max;
-  }
-  __syncthreads();
-  for (int T = tid; T < n_tiles; T += kThreads) {
-    float sum = 0.0f;
-    for (int64_t t = T * kTile; t < n_slots && t < (T + 1) * kTile; ++t) {
-      if (order.slot(t) >= 0) sum += expf(pr[t] - tile_max[T]);
-    }
-    psum[T] = sum;
-  }
-  __syncthreads();
-  if (tid == 0) {
-    float denom = 0.0f;
-    for (int T = 0; T < n_tiles; ++T) {
-      if (tile_any[T]) denom = denom * rescale[T] + psum[T];
-    }
-    denom += expf(a.sink[rh % a.H] - run_max_all);
-    float f = 1.0f / denom;
-    for (int T = n_tiles - 1; T >= 0; --T) {
-      later[T] = f;
-      f *= rescale[T];
-    }
-  }
-  __syncthreads();
+  official_tile_softmax<kThreads, kTile>(
+      pr, n_slots, a.sink[rh % a.H],
+      [&](int64_t t) -> int64_t { return order.slot(t) < 0 ? -1 : t; },
+      {tile_max, rescale, psum, later, tile_any});
   for (int64_t t = tid; t < S; t += kThreads) {
     const int T = static_cast<int>(t / kTile);
     pr[t] =
