@@ -12,6 +12,9 @@
 // split into bf16 hi + lo and multiplied as hi·hi + hi·lo + lo·hi (≈ 16 significand bits).
 #include <cuda_bf16.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "backend/cuda/attention_tc.cuh"
 #include "backend/cuda/formats.cuh"
 
@@ -26,9 +29,14 @@ constexpr int kPvSlots = 32;        // slots per P·V step
 constexpr int kPvDims = 128;        // output dims per P·V block
 constexpr int kLdPV = kPvSlots + 8;
 constexpr int kMaxTiles = 128;  // official softmax tiles per row (S ≤ 8192)
-constexpr int kMinRows = 64;    // below this (decode) the per-(row, head) kernel stays
 
 bool g_attention_tc = env_switch("DEEPINFER_CUDA_ATTN_TC", true);
+// Below this many rows (decode) the per-(row, head) kernel stays; DEEPINFER_CUDA_ATTN_TC_MIN_ROWS
+// overrides it, to measure the crossover.
+int g_min_rows = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_ATTN_TC_MIN_ROWS");
+  return v && *v ? std::max(1, std::atoi(v)) : 64;
+}();
 
 // x = hi + lo with hi = bf16(x) and lo = bf16(x − hi).
 __device__ inline void split(float x, __nv_bfloat16& hi, __nv_bfloat16& lo) {
@@ -321,10 +329,12 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 bool attention_tc() { return g_attention_tc; }
 void set_attention_tc(bool on) { g_attention_tc = on; }
+int attention_tc_min_rows() { return g_min_rows; }
+void set_attention_tc_min_rows(int rows) { g_min_rows = std::max(1, rows); }
 
 bool attention_tc_supported(const AttnArgs& a, int64_t rows) {
   const int64_t S = a.W + a.cslots();
-  return rows >= kMinRows && a.H % kHeads == 0 && a.D % kPvDims == 0 && S > 0 &&
+  return rows >= g_min_rows && a.H % kHeads == 0 && a.D % kPvDims == 0 && S > 0 &&
          S <= int64_t{kSlotTile} * kMaxTiles && aligned16(a.q) && aligned16(a.kv) &&
          aligned16(a.ring) && aligned16(a.cmp);
 }

@@ -14,7 +14,10 @@ namespace deepinfer::cuda {
 // On unless DEEPINFER_CUDA_ATTN_TC=0; tests switch it to compare with the other kernels.
 bool attention_tc();
 void set_attention_tc(bool on);
-// H a multiple of 64, D of 128, at most 8192 slots, 16-byte aligned q and keys, ≥ 64 rows.
+// The fewest rows a launch needs to take it (64 unless DEEPINFER_CUDA_ATTN_TC_MIN_ROWS says).
+int attention_tc_min_rows();
+void set_attention_tc_min_rows(int rows);
+// H a multiple of 64, D of 128, at most 8192 slots, 16-byte aligned q and keys, ≥ min rows.
 bool attention_tc_supported(const AttnArgs& a, int64_t rows);
 // o as attention(); probs: its scratch [n, H, W + cslots] (holds the probabilities afterwards).
 void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);

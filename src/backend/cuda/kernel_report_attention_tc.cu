@@ -1,8 +1,9 @@
 // Device check of the tensor-core prefill attention (attention_tc.cuh) against the reference body
 // on random inputs at V4-Flash sizes (64 heads × 512 dims, window 128, top-512 CSA and HCA):
 // a 512-row chunk from position 0, one continuing at 7,680 (its window partly in the ring, 1,920
-// visible CSA entries) and a launch of two segments; Exact and official numerics. The output is
-// filled with NaN before the checked run, so unwritten values are caught; the time of the
+// visible CSA entries), a launch of two segments, and decode-sized launches (1 and 16 sequences
+// of one row each near 4,096 positions, the threshold lowered for them); Exact and official. The
+// output is filled with NaN before the checked run, so unwritten values are caught; the time of the
 // per-(row, head) kernel it replaces is printed beside it.
 #include <algorithm>
 #include <cmath>
@@ -44,8 +45,9 @@ std::vector<float> normal(std::mt19937& rng, size_t n, bool bf16_exact) {
 
 void check_launch(Exec& e, std::mt19937& rng, const Launch& l, int ratio, bool official,
                   std::vector<KernelCheck>& out) {
-  constexpr int H = 64, D = 512, W = 128, topk = 512, kSlots = 3;
+  constexpr int H = 64, D = 512, W = 128, topk = 512;
   constexpr int64_t max_context = 8192;
+  const int kSlots = *std::max_element(l.seq.begin(), l.seq.end()) + 1;
   const bool csa = ratio == 4;
   const int64_t cap = max_context / ratio, n = l.n();
   std::vector<int32_t> meta;
@@ -97,17 +99,20 @@ void check_launch(Exec& e, std::mt19937& rng, const Launch& l, int ratio, bool o
   set_attention_tc(false);  // the per-(row, head) kernel
   const double ms_old = time_ms(e, 3, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
   set_attention_tc(true);
+  const int min_rows0 = attention_tc_min_rows();
+  set_attention_tc_min_rows(1);  // decode-sized launches too
   e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
   attention(e, rows, a, probs.ptr, o.ptr);
   const std::vector<float> tc = result();
   const double ms_tc = time_ms(e, 10, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
+  const bool used = attention_tc_supported(a, n);
+  set_attention_tc_min_rows(min_rows0);
   set_fast_kernels(fast0);
   set_attention_tc(tc0);
   const OutputError err = max_rel_error(ref, tc);
   KernelCheck kc;
   kc.tolerance = official ? 1e-2 : 1e-4;  // official outputs are bf16: a few ulps of 2^-8
   kc.rel_error = e.sync().ok() ? err.rel : 1.0;
-  const bool used = attention_tc_supported(a, n);
   if (!used) kc.rel_error = 1.0;
   char line[320];
   std::snprintf(line, sizeof line,
@@ -129,15 +134,19 @@ std::vector<KernelCheck> attention_tc_kernel_report() {
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(23);
-  Launch first, last, two;
+  Launch first, last, two, dec1, dec16;
   first.name = "512 rows from 0";
   last.name = "512 rows from 7680";
   two.name = "2 x 256 rows (0, 300)";
+  dec1.name = "decode 1 row at 4095";
+  dec16.name = "decode 16 rows at 4095";
   first.add(0, 0, 512);
   last.add(1, 7680, 512);
   two.add(0, 0, 256);
   two.add(2, 300, 256);
-  for (const Launch* l : {&first, &last, &two}) {
+  dec1.add(0, 4095, 1);
+  for (int s = 0; s < 16; ++s) dec16.add(s, 4095 - 7 * s, 1);
+  for (const Launch* l : {&first, &last, &two, &dec1, &dec16}) {
     for (int ratio : {4, 128}) {
       for (bool official : {true, false}) check_launch(e, rng, *l, ratio, official, out);
     }
