@@ -1,7 +1,7 @@
 // Device check of the tensor-core prefill attention (attention_tc.cuh) against the reference body
 // on random inputs at V4-Flash sizes (64 heads × 512 dims, window 128, top-512 CSA and HCA):
 // a 512-row chunk from position 0, one continuing at 7,680 (its window partly in the ring, 1,920
-// visible CSA entries), a launch of two segments, and decode-sized launches (1 and 16 sequences
+// visible CSA entries), a launch of two segments, and decode-sized launches (1, 4 and 16 sequences
 // of one row each near 4,096 positions, the threshold lowered for them); Exact and official. The
 // output is filled with NaN before the checked run, so unwritten values are caught; the time of the
 // per-(row, head) kernel it replaces is printed beside it.
@@ -134,19 +134,21 @@ std::vector<KernelCheck> attention_tc_kernel_report() {
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(23);
-  Launch first, last, two, dec1, dec16;
+  Launch first, last, two, dec1, dec4, dec16;
   first.name = "512 rows from 0";
   last.name = "512 rows from 7680";
   two.name = "2 x 256 rows (0, 300)";
   dec1.name = "decode 1 row at 4095";
+  dec4.name = "decode 4 rows at 4095";
   dec16.name = "decode 16 rows at 4095";
   first.add(0, 0, 512);
   last.add(1, 7680, 512);
   two.add(0, 0, 256);
   two.add(2, 300, 256);
   dec1.add(0, 4095, 1);
+  for (int s = 0; s < 4; ++s) dec4.add(s, 4095 - 7 * s, 1);
   for (int s = 0; s < 16; ++s) dec16.add(s, 4095 - 7 * s, 1);
-  for (const Launch* l : {&first, &last, &two, &dec1, &dec16}) {
+  for (const Launch* l : {&first, &last, &two, &dec1, &dec4, &dec16}) {
     for (int ratio : {4, 128}) {
       for (bool official : {true, false}) check_launch(e, rng, *l, ratio, official, out);
     }
