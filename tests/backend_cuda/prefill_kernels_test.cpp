@@ -20,6 +20,13 @@ TEST(CudaKernels, AttentionTcMatchesTheReference) {
   expect_within_tolerance(checks);
 }
 
+TEST(CudaKernels, IndexerTcMatchesTheReference) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = indexer_tc_kernel_report();
+  EXPECT_EQ(checks.size(), 6u);  // 3 launches × scores / top-k
+  expect_within_tolerance(checks);
+}
+
 TEST(CudaKernels, PrefillProductsMatchTheReference) {
   if (!device_available()) GTEST_SKIP() << device_name();
   const std::vector<KernelCheck> checks = prefill_kernel_report();

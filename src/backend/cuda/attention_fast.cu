@@ -4,6 +4,7 @@
 // the reference (softmax denominators, the indexer's sum over heads) stay sequential, in one
 // thread over shared memory.
 #include "backend/cuda/fast_ops.cuh"
+#include "backend/cuda/indexer_tc.cuh"
 #include "backend/cuda/official_softmax.cuh"
 
 namespace deepinfer::cuda {
@@ -280,8 +281,6 @@ __global__ void __launch_bounds__(kRankThreads)
   if (j < vis && rank < k) sel[r * ia.topk + rank] = static_cast<int32_t>(j);
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 }  // namespace
 
 bool attention_fast_supported(const AttnArgs& a) {
@@ -314,11 +313,15 @@ bool indexer_fast_supported(const IndexerArgs& a) {
 void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores, int32_t* sel,
                        int32_t* cnt) {
   if (rows.n <= 0 || a.capacity <= 0) return;
-  const int64_t score_blocks = (a.capacity + kIdxEntries - 1) / kIdxEntries;
-  const float sscale = 1.0f / sqrtf(static_cast<float>(a.dim));  // as the reference, on the host
-  e.launch(indexer_scores_kernel, static_cast<unsigned>(rows.n * score_blocks), kIdxThreads,
-           indexer_shared_bytes(a), rows, a, score_blocks, sscale, scores);
-  e.note(cudaGetLastError());
+  if (indexer_tc_supported(a)) {
+    indexer_tc_scores(e, rows, a, scores);
+  } else {
+    const int64_t score_blocks = (a.capacity + kIdxEntries - 1) / kIdxEntries;
+    const float sscale = 1.0f / sqrtf(static_cast<float>(a.dim));  // as the reference, on the host
+    e.launch(indexer_scores_kernel, static_cast<unsigned>(rows.n * score_blocks), kIdxThreads,
+             indexer_shared_bytes(a), rows, a, score_blocks, sscale, scores);
+    e.note(cudaGetLastError());
+  }
   if (topk_select_supported(a.topk, a.capacity)) {
     topk_select(e, rows, {.scores = scores, .stride = a.capacity, .ratio = a.ratio, .topk = a.topk},
                 sel, cnt);

@@ -19,6 +19,7 @@
 #include "backend/cuda/attention_tc.cuh"
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/formats.cuh"
+#include "backend/cuda/mma_bf16.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -41,56 +42,6 @@ int g_min_rows = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_ATTN_TC_MIN_ROWS");
   return v && *v ? std::max(1, std::atoi(v)) : 8;
 }();
-
-// x = hi + lo with hi = bf16(x) and lo = bf16(x − hi).
-__device__ inline void split(float x, __nv_bfloat16& hi, __nv_bfloat16& lo) {
-  hi = __float2bfloat16_rn(x);
-  lo = __float2bfloat16_rn(x - __bfloat162float(hi));
-}
-
-// c += a · b, m16n8k16, bf16 inputs, fp32 accumulators.
-__device__ inline void mma(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-// The A fragment (16 × 16, row-major in shared memory with row stride ld) at (m0, k0), and the
-// B fragment (16 × 8) stored as [n][k] at (n0, k0); g = lane / 4, t = lane % 4.
-__device__ inline void load_a(uint32_t a[4], const __nv_bfloat16* s, int ld, int m0, int k0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const __nv_bfloat16* p = s + (m0 + g) * ld + k0 + 2 * t;
-  a[0] = *reinterpret_cast<const uint32_t*>(p);
-  a[1] = *reinterpret_cast<const uint32_t*>(p + 8 * ld);
-  a[2] = *reinterpret_cast<const uint32_t*>(p + 8);
-  a[3] = *reinterpret_cast<const uint32_t*>(p + 8 * ld + 8);
-}
-__device__ inline void load_b(uint32_t b[2], const __nv_bfloat16* s, int ld, int n0, int k0) {
-  const int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const __nv_bfloat16* p = s + (n0 + g) * ld + k0 + 2 * t;
-  b[0] = *reinterpret_cast<const uint32_t*>(p);
-  b[1] = *reinterpret_cast<const uint32_t*>(p + 8);
-}
-
-// Stores four consecutive values of row `row`, column c of a bf16 tile (hi, and lo when split).
-__device__ inline void store4(__nv_bfloat16* hi, __nv_bfloat16* lo, int ld, int row, int c,
-                              float4 v, bool exact_hi, bool want_lo) {
-  const float x[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    __nv_bfloat16 h, l;
-    if (exact_hi) {
-      h = __float2bfloat16_rn(x[i]);
-      l = __float2bfloat16_rn(0.0f);
-    } else {
-      split(x[i], h, l);
-    }
-    hi[row * ld + c + i] = h;
-    if (want_lo) lo[row * ld + c + i] = l;
-  }
-}
 
 // 1. logits[r, h, s] = (q[r, h] · key(r, s)) · scale, −inf for a slot without a key.
 // Grid: (row, head group) × slot tiles; 4 warps, warp w owns heads 16w … 16w + 15 of the group.
@@ -326,8 +277,6 @@ __global__ void __launch_bounds__(256)
     }
   }
 }
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 }  // namespace
 

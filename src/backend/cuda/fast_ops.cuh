@@ -36,8 +36,9 @@ void set_split_kv_mode(int mode);
 int split_kv_mode();
 
 // indexer_topk(): scores by blocks of 32 entries (the per-head dot products in parallel, each
-// score's sum over heads in the reference order), then the top-k by topk_select (or, for
-// top-k above its limit, the rank of every entry in parallel).
+// score's sum over heads in the reference order; official numerics at 64 heads on the tensor
+// cores instead, indexer_tc.cuh), then the top-k by topk_select (or, for top-k above its limit,
+// the rank of every entry in parallel).
 bool indexer_fast_supported(const IndexerArgs& a);
 void indexer_topk_fast(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores, int32_t* sel,
                        int32_t* cnt);

@@ -30,6 +30,9 @@ DI_HD inline float u2f(uint32_t u) {
 #endif
 }
 
+// Whether p may be read as float4 / uint4 (16-byte vector loads).
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
 // Nearest bf16 (ties to even) as a float; NaN stays NaN.
 DI_HD inline float bf16r(float x) {
   if (x != x) return x;

@@ -37,6 +37,10 @@ std::vector<KernelCheck> expert_lt_kernel_report();
 // sizes: 512-row chunks from 0 and from 7,680 and a two-segment launch, CSA and HCA, Exact
 // (≤ 1e-4 relative to the largest output) and official (≤ 1e-2: bf16 outputs).
 std::vector<KernelCheck> attention_tc_kernel_report();
+// The tensor-core indexer scores (indexer_tc.cuh) against the reference body at V4-Flash indexer
+// sizes, official numerics: decodes of 1 and 16 rows and a 512-row chunk; the scores (≤ 1e-2 of
+// the largest) and the share of the top-k ids the reference also selects (≥ 98 %).
+std::vector<KernelCheck> indexer_tc_kernel_report();
 
 // Prefill products against the reference body of linear(): wo_a's FP8 product at 512 and 8,192
 // rows on the WMMA tiles and on cuBLASLt after a bf16 dequantization (per launch, kept copy; all

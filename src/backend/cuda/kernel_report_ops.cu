@@ -14,6 +14,7 @@
 #include "backend/cuda/attention_tc.cuh"
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/indexer_tc.cuh"
 #include "backend/cuda/kernel_report.h"
 #include "backend/cuda/v41_ops.cuh"
 
@@ -456,8 +457,10 @@ std::vector<KernelCheck> op_kernel_report() {
   std::vector<KernelCheck> out;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
-  const bool fast0 = fast_kernels(), tc0 = attention_tc();
-  set_attention_tc(false);  // not bitwise the reference: checked in kernel_report_attention_tc.cu
+  const bool fast0 = fast_kernels(), tc0 = attention_tc(), itc0 = indexer_tc();
+  // Not bitwise the reference: checked in kernel_report_attention_tc.cu / _indexer_tc.cu.
+  set_attention_tc(false);
+  set_indexer_tc(false);
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(11);
@@ -514,6 +517,7 @@ std::vector<KernelCheck> op_kernel_report() {
   }
   set_fast_kernels(fast0);
   set_attention_tc(tc0);
+  set_indexer_tc(itc0);
   cudaEventDestroy(c.t0);
   cudaEventDestroy(c.t1);
   cudaStreamDestroy(e.stream);
