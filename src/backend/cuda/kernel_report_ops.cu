@@ -377,6 +377,35 @@ void v41_topk_checks(Ctx& c, std::vector<KernelCheck>& out, const TestRows& t, i
       });
 }
 
+// argmax over the vocabulary (the greedy pick): bf16-rounded logits so the maximum often ties
+// (the lowest index must win), some masked to −inf (structured output), one row all −inf, a
+// vocabulary that is a multiple of 4 (float4 loads) and one that is not.
+void argmax_checks(Ctx& c, std::vector<KernelCheck>& out) {
+  for (const int64_t V : {int64_t{129280}, int64_t{129283}}) {
+    for (const int64_t n : {int64_t{1}, int64_t{16}}) {
+      std::vector<float> hx = normal(c, static_cast<size_t>(n * V), 1.0f);
+      for (size_t i = 0; i < hx.size(); ++i) hx[i] = i % 7 == 3 ? -INFINITY : bf16r(hx[i]);
+      if (n > 1) std::fill(hx.begin() + V, hx.begin() + 2 * V, -INFINITY);
+      DeviceArray<float> x;
+      DeviceArray<int32_t> idx;
+      x.upload(c.e, hx);
+      idx.allocate(c.e, static_cast<size_t>(n));
+      check(
+          c, out,
+          "argmax over " + std::to_string(V) + " logits, " + std::to_string(n) +
+              (n == 1 ? " row" : " rows"),
+          [&](bool, bool reset) {
+            if (reset) poison(c, idx);
+            argmax_rows(c.e, x.ptr, n, V, idx.ptr);
+          },
+          [&] {
+            const std::vector<int32_t> h = to_host(c, idx);
+            return std::vector<float>(h.begin(), h.end());
+          });
+    }
+  }
+}
+
 void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
                 std::initializer_list<int64_t> ns) {
   const int H = sh.H, D = sh.D, R = sh.rope;
@@ -476,6 +505,7 @@ std::vector<KernelCheck> op_kernel_report() {
     attention_checks(c, out, flash, t, {1, t.n()});
     indexer_checks(c, out, flash, t, {1, t.n()});
     row_checks(c, out, flash, {1, 16});
+    argmax_checks(c, out);
     // Long contexts for the radix-select top-k: 16,384 and 10,000 visible entries, exactly 512
     // (k = visible) and 513; the slots 1 and 3 again with every score tied.
     const Shape flash_long{"flash 64k", 64, 512, 64, 128, 512, 16384, 40, 64, 128, 4, 4096, 20};
