@@ -24,12 +24,10 @@
 namespace deepinfer::cuda {
 namespace {
 
-constexpr int kHeads = 64;          // heads per block: four 16-row mma tiles
-constexpr int kSlotTile = 64;       // slots per logits block, = the official softmax's tile
-constexpr int kDChunk = 64;         // head dims staged per logits step
-constexpr int kLdQK = kDChunk + 8;  // bf16 row stride: rows 4 banks apart, conflict-free loads
-constexpr int kPvSlots = 32;        // slots per P·V step
-constexpr int kPvDims = 128;        // output dims per P·V block
+constexpr int kHeads = 64;     // heads per block: four 16-row mma tiles
+constexpr int kSlotTile = 64;  // slots per logits block, = the official softmax's tile
+constexpr int kPvSlots = 32;   // slots per P·V step
+constexpr int kPvDims = 128;   // output dims per P·V block
 constexpr int kLdPV = kPvSlots + 8;
 constexpr int kMaxTiles = 128;  // official softmax tiles per row (S ≤ 8192)
 
@@ -49,9 +47,9 @@ template <bool kSplit>
 __global__ void __launch_bounds__(128)
     logits_kernel(const Rows rw, const AttnArgs a, int S, int groups, float* __restrict__ probs) {
   pdl_begin();
-  __shared__ __align__(16) __nv_bfloat16 qh[kHeads * kLdQK], kh[kSlotTile * kLdQK];
-  __shared__ __align__(16) __nv_bfloat16 ql[kSplit ? kHeads * kLdQK : 1];
-  __shared__ __align__(16) __nv_bfloat16 kl[kSplit ? kSlotTile * kLdQK : 1];
+  __shared__ __align__(16) __nv_bfloat16 qh[kHeads * kQkLd], kh[kSlotTile * kQkLd];
+  __shared__ __align__(16) __nv_bfloat16 ql[kSplit ? kHeads * kQkLd : 1];
+  __shared__ __align__(16) __nv_bfloat16 kl[kSplit ? kSlotTile * kQkLd : 1];
   __shared__ const float* keys[kSlotTile];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t r = blockIdx.x / groups;
@@ -70,36 +68,7 @@ __global__ void __launch_bounds__(128)
   const int D = a.D;
   const float* q = a.q + (r * a.H + h0) * D;
   float acc[8][4] = {};
-  for (int d0 = 0; d0 < D; d0 += kDChunk) {
-    for (int i = tid; i < kHeads * kDChunk / 4; i += 128) {
-      const int row = i / (kDChunk / 4), c = i % (kDChunk / 4) * 4;
-      const float4 qv = *reinterpret_cast<const float4*>(q + row * D + d0 + c);
-      store4(qh, ql, kLdQK, row, c, qv, !kSplit, kSplit);
-      const float* k = keys[row];
-      const float4 kv = k ? *reinterpret_cast<const float4*>(k + d0 + c) : float4{0, 0, 0, 0};
-      store4(kh, kl, kLdQK, row, c, kv, !kSplit, kSplit);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k0 = 0; k0 < kDChunk; k0 += 16) {
-      uint32_t ah[4], al[4];
-      load_a(ah, qh, kLdQK, warp * 16, k0);
-      if (kSplit) load_a(al, ql, kLdQK, warp * 16, k0);
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        uint32_t bh[2];
-        load_b(bh, kh, kLdQK, nt * 8, k0);
-        mma(acc[nt], ah, bh);
-        if (kSplit) {
-          uint32_t bl[2];
-          load_b(bl, kl, kLdQK, nt * 8, k0);
-          mma(acc[nt], ah, bl);
-          mma(acc[nt], al, bh);
-        }
-      }
-    }
-    __syncthreads();
-  }
+  qk_tile_product<kSplit>(q, keys, D, qh, ql, kh, kl, acc);
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {

@@ -11,10 +11,8 @@
 namespace deepinfer::cuda {
 namespace {
 
-constexpr int kHeads = 64;       // index heads: four warps of 16
-constexpr int kEntries = 64;     // entries per block
-constexpr int kChunk = 64;       // head dims staged per step
-constexpr int kLd = kChunk + 8;  // bf16 row stride: conflict-free fragment loads
+constexpr int kHeads = 64;    // index heads: four warps of 16
+constexpr int kEntries = 64;  // entries per block
 constexpr int kThreads = 128;
 constexpr int kTermLd = kEntries + 1;
 
@@ -24,7 +22,7 @@ __global__ void __launch_bounds__(kThreads)
     indexer_tc_kernel(const Rows rw, const IndexerArgs ia, int64_t tiles_per_row,
                       float* __restrict__ scores) {
   pdl_begin();
-  __shared__ __align__(16) __nv_bfloat16 qh[kHeads * kLd], kh[kEntries * kLd];
+  __shared__ __align__(16) __nv_bfloat16 qh[kHeads * kQkLd], kh[kEntries * kQkLd];
   __shared__ float terms[kHeads * kTermLd];
   __shared__ const float* key_rows[kEntries];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -44,32 +42,9 @@ __global__ void __launch_bounds__(kThreads)
         tid < here ? ia.keys + entry_row(ia.pages, rw.seq[r], j0 + tid) * ia.dim : nullptr;
   }
   __syncthreads();
-  const int dim = ia.dim;
-  const float* q = ia.q + r * kHeads * dim;
+  const float* q = ia.q + r * kHeads * ia.dim;
   float acc[8][4] = {};
-  for (int d0 = 0; d0 < dim; d0 += kChunk) {
-    for (int i = tid; i < kHeads * kChunk / 4; i += kThreads) {
-      const int row = i / (kChunk / 4), c = i % (kChunk / 4) * 4;
-      const float4 qv = *reinterpret_cast<const float4*>(q + row * dim + d0 + c);
-      store4(qh, nullptr, kLd, row, c, qv, true, false);
-      const float* k = key_rows[row];
-      const float4 kv = k ? *reinterpret_cast<const float4*>(k + d0 + c) : float4{0, 0, 0, 0};
-      store4(kh, nullptr, kLd, row, c, kv, true, false);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k0 = 0; k0 < kChunk; k0 += 16) {
-      uint32_t a[4];
-      load_a(a, qh, kLd, warp * 16, k0);
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        uint32_t b[2];
-        load_b(b, kh, kLd, nt * 8, k0);
-        mma(acc[nt], a, b);
-      }
-    }
-    __syncthreads();
-  }
+  qk_tile_product<false>(q, key_rows, ia.dim, qh, nullptr, kh, nullptr, acc);
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
@@ -102,7 +77,7 @@ bool indexer_tc() { return g_on; }
 void set_indexer_tc(bool on) { g_on = on; }
 
 bool indexer_tc_supported(const IndexerArgs& a) {
-  return g_on && a.official && a.heads == kHeads && a.dim > 0 && a.dim % kChunk == 0 &&
+  return g_on && a.official && a.heads == kHeads && a.dim > 0 && a.dim % kQkChunk == 0 &&
          a.ratio > 0 && aligned16(a.q) && aligned16(a.keys);
 }
 

@@ -15,47 +15,21 @@
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_launch.cuh"
 #include "backend/cuda/kernel_report_measure.cuh"
 
 namespace deepinfer::cuda {
 namespace {
 
-struct Launch {
-  std::string name;
-  std::vector<int32_t> seq, pos, start, pos0, len;
-  void add(int s, int p0, int n) {
-    const int row0 = static_cast<int>(seq.size());
-    for (int i = 0; i < n; ++i) {
-      seq.push_back(s);
-      pos.push_back(p0 + i);
-      start.push_back(row0);
-      pos0.push_back(p0);
-      len.push_back(n);
-    }
-  }
-  int64_t n() const { return static_cast<int64_t>(seq.size()); }
-};
-
-std::vector<float> normal(std::mt19937& rng, size_t n, bool bf16_exact) {
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = bf16_exact ? bf16r(g(rng)) : g(rng);
-  return v;
-}
-
-void check_launch(Exec& e, std::mt19937& rng, const Launch& l, int ratio, bool official,
+void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, bool official,
                   std::vector<KernelCheck>& out) {
   constexpr int H = 64, D = 512, W = 128, topk = 512;
   constexpr int64_t max_context = 8192;
-  const int kSlots = *std::max_element(l.seq.begin(), l.seq.end()) + 1;
+  const int slots = l.slots();
   const bool csa = ratio == 4;
   const int64_t cap = max_context / ratio, n = l.n();
-  std::vector<int32_t> meta;
-  for (const auto* v : {&l.seq, &l.pos, &l.start, &l.pos0, &l.len})
-    meta.insert(meta.end(), v->begin(), v->end());
   DeviceArray<int32_t> dm, sel, cnt;
-  dm.upload(e, meta);
-  const Rows rows{dm.ptr, dm.ptr, dm.ptr + n, dm.ptr + 2 * n, dm.ptr + 3 * n, dm.ptr + 4 * n, n};
+  const Rows rows = l.upload(e, dm);
   // The indexer's selection: the first min(visible, topk) of a random order of the visible ones.
   std::vector<int32_t> hcnt(static_cast<size_t>(n)), hsel(static_cast<size_t>(n * topk), 0);
   for (int64_t r = 0; r < n; ++r) {
@@ -70,11 +44,11 @@ void check_launch(Exec& e, std::mt19937& rng, const Launch& l, int ratio, bool o
   sel.upload(e, hsel);
   // Official keys are bf16-exact, as the model leaves them (KV QAT); q is read as bf16 anyway.
   DeviceArray<float> q, kv, ring, cmp, sink, probs, o;
-  q.upload(e, normal(rng, static_cast<size_t>(n * H * D), false));
-  kv.upload(e, normal(rng, static_cast<size_t>(n * D), official));
-  ring.upload(e, normal(rng, static_cast<size_t>(kSlots * W * D), official));
-  cmp.upload(e, normal(rng, static_cast<size_t>(kSlots * cap * D), official));
-  sink.upload(e, normal(rng, H, false));
+  q.upload(e, normal_values(rng, static_cast<size_t>(n * H * D), 1.0f, false));
+  kv.upload(e, normal_values(rng, static_cast<size_t>(n * D), 1.0f, official));
+  ring.upload(e, normal_values(rng, static_cast<size_t>(slots * W * D), 1.0f, official));
+  cmp.upload(e, normal_values(rng, static_cast<size_t>(slots * cap * D), 1.0f, official));
+  sink.upload(e, normal_values(rng, H, 1.0f, false));
   AttnArgs a;
   a.q = q.ptr, a.kv = kv.ptr, a.ring = ring.ptr, a.cmp = cmp.ptr;
   a.sel = sel.ptr, a.cnt = cnt.ptr, a.sink = sink.ptr;
@@ -134,7 +108,7 @@ std::vector<KernelCheck> attention_tc_kernel_report() {
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(23);
-  Launch first, last, two, dec1, dec4, dec16;
+  CheckLaunch first, last, two, dec1, dec4, dec16;
   first.name = "512 rows from 0";
   last.name = "512 rows from 7680";
   two.name = "2 x 256 rows (0, 300)";
@@ -148,7 +122,7 @@ std::vector<KernelCheck> attention_tc_kernel_report() {
   dec1.add(0, 4095, 1);
   for (int s = 0; s < 4; ++s) dec4.add(s, 4095 - 7 * s, 1);
   for (int s = 0; s < 16; ++s) dec16.add(s, 4095 - 7 * s, 1);
-  for (const Launch* l : {&first, &last, &two, &dec1, &dec4, &dec16}) {
+  for (const CheckLaunch* l : {&first, &last, &two, &dec1, &dec4, &dec16}) {
     for (int ratio : {4, 128}) {
       for (bool official : {true, false}) check_launch(e, rng, *l, ratio, official, out);
     }

@@ -15,6 +15,7 @@
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/indexer_tc.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_launch.cuh"
 #include "backend/cuda/kernel_report_measure.cuh"
 
 namespace deepinfer::cuda {
@@ -23,42 +24,15 @@ namespace {
 constexpr int kHeads = 64, kDim = 128, kRatio = 4, kTopk = 512;
 constexpr int64_t kCap = 8192 / kRatio;
 
-struct Launch {
-  std::string name;
-  std::vector<int32_t> seq, pos, start, pos0, len;
-  void add(int s, int p0, int n) {
-    const int row0 = static_cast<int>(seq.size());
-    for (int i = 0; i < n; ++i) {
-      seq.push_back(s);
-      pos.push_back(p0 + i);
-      start.push_back(row0);
-      pos0.push_back(p0);
-      len.push_back(n);
-    }
-  }
-  int64_t n() const { return static_cast<int64_t>(seq.size()); }
-};
-
-std::vector<float> normal(std::mt19937& rng, size_t n, float sd) {
-  std::normal_distribution<float> g(0.0f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = g(rng);
-  return v;
-}
-
-void check_launch(Exec& e, std::mt19937& rng, const Launch& l, std::vector<KernelCheck>& out) {
+void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, std::vector<KernelCheck>& out) {
   const int64_t n = l.n();
-  const int slots = *std::max_element(l.seq.begin(), l.seq.end()) + 1;
-  std::vector<int32_t> meta;
-  for (const auto* v : {&l.seq, &l.pos, &l.start, &l.pos0, &l.len})
-    meta.insert(meta.end(), v->begin(), v->end());
+  const int slots = l.slots();
   DeviceArray<int32_t> dm, sel, cnt;
-  dm.upload(e, meta);
-  const Rows rows{dm.ptr, dm.ptr, dm.ptr + n, dm.ptr + 2 * n, dm.ptr + 3 * n, dm.ptr + 4 * n, n};
+  const Rows rows = l.upload(e, dm);
   DeviceArray<float> q, k, w, scores;
-  q.upload(e, normal(rng, static_cast<size_t>(n * kHeads * kDim), 1.0f));
-  k.upload(e, normal(rng, static_cast<size_t>(slots * kCap * kDim), 1.0f));
-  std::vector<float> hw = normal(rng, static_cast<size_t>(n * kHeads), 0.125f);
+  q.upload(e, normal_values(rng, static_cast<size_t>(n * kHeads * kDim), 1.0f));
+  k.upload(e, normal_values(rng, static_cast<size_t>(slots * kCap * kDim), 1.0f));
+  std::vector<float> hw = normal_values(rng, static_cast<size_t>(n * kHeads), 0.125f);
   for (auto& x : hw) x = bf16r(x);
   w.upload(e, hw);
   indexer_rows_official(e, q.ptr, n * kHeads, kDim);  // FP4 values, power-of-two scales
@@ -162,14 +136,14 @@ std::vector<KernelCheck> indexer_tc_kernel_report() {
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(31);
-  Launch dec1, dec16, chunk;
+  CheckLaunch dec1, dec16, chunk;
   dec1.name = "decode 1 row at 4095";
   dec16.name = "decode 16 rows near 4095";
   chunk.name = "512 rows from 7680";
   dec1.add(0, 4095, 1);
   for (int s = 0; s < 16; ++s) dec16.add(s, 4095 - 13 * s, 1);
   chunk.add(0, 7680, 512);
-  for (const Launch* l : {&dec1, &dec16, &chunk}) check_launch(e, rng, *l, out);
+  for (const CheckLaunch* l : {&dec1, &dec16, &chunk}) check_launch(e, rng, *l, out);
   if (e.error != cudaSuccess) {
     KernelCheck kc;
     kc.line = std::string("CUDA error in the indexer checks: ") + cudaGetErrorString(e.error);

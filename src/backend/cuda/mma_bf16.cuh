@@ -59,4 +59,46 @@ __device__ inline void store4(__nv_bfloat16* hi, __nv_bfloat16* lo, int ld, int 
   }
 }
 
+// acc += Q · Kᵀ for a 64 × 64 tile over D dims (D a multiple of 64), a block of 128 threads (warp
+// w owns rows 16w … 16w + 15 of Q, acc[nt] its columns 8nt … 8nt + 7): Q rows at q + row · D,
+// the 64 key rows at keys[j] (null: zeros), staged a 64-dim chunk at a time into the bf16 tiles
+// qh / kh (64 × kQkLd each) — with kSplit, fp32 values as hi + lo (ql / kl) and three products.
+constexpr int kQkChunk = 64, kQkLd = kQkChunk + 8;  // row stride: conflict-free fragment loads
+template <bool kSplit>
+__device__ void qk_tile_product(const float* q, const float* const* keys, int D, __nv_bfloat16* qh,
+                                __nv_bfloat16* ql, __nv_bfloat16* kh, __nv_bfloat16* kl,
+                                float (&acc)[8][4]) {
+  const int tid = threadIdx.x, warp = tid / 32;
+  for (int d0 = 0; d0 < D; d0 += kQkChunk) {
+    for (int i = tid; i < 64 * kQkChunk / 4; i += 128) {
+      const int row = i / (kQkChunk / 4), c = i % (kQkChunk / 4) * 4;
+      const float4 qv = *reinterpret_cast<const float4*>(q + row * D + d0 + c);
+      store4(qh, ql, kQkLd, row, c, qv, !kSplit, kSplit);
+      const float* k = keys[row];
+      const float4 kv = k ? *reinterpret_cast<const float4*>(k + d0 + c) : float4{0, 0, 0, 0};
+      store4(kh, kl, kQkLd, row, c, kv, !kSplit, kSplit);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k0 = 0; k0 < kQkChunk; k0 += 16) {
+      uint32_t ah[4], al[4];
+      load_a(ah, qh, kQkLd, warp * 16, k0);
+      if (kSplit) load_a(al, ql, kQkLd, warp * 16, k0);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        uint32_t bh[2];
+        load_b(bh, kh, kQkLd, nt * 8, k0);
+        mma(acc[nt], ah, bh);
+        if (kSplit) {
+          uint32_t bl[2];
+          load_b(bl, kl, kQkLd, nt * 8, k0);
+          mma(acc[nt], ah, bl);
+          mma(acc[nt], al, bh);
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
 }  // namespace deepinfer::cuda
