@@ -247,6 +247,102 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// The same product, software-pipelined: step s + 1's probabilities and values are read into
+// registers while step s's tiles are multiplied, V is staged row-major ([slot][dim], 16-byte-wide
+// stores, coalesced reads) and its B fragments taken by ldmatrix .trans. Every product and sum in
+// the same order as pv_kernel (the same bits); DEEPINFER_CUDA_ATTN_PV_PIPELINE=0 keeps pv_kernel.
+constexpr int kLdV = kPvDims + 8;  // 272-byte rows: the eight rows of an ldmatrix hit all banks
+
+template <bool kSplitV>
+__global__ void __launch_bounds__(256, 2)
+    pv_pipelined_kernel(const Rows rw, const AttnArgs a, int S, int groups,
+                        const float* __restrict__ probs, float* __restrict__ o) {
+  pdl_begin();
+  constexpr int kP = kHeads * kPvSlots / 256;       // probabilities a thread per step
+  constexpr int kV = kPvSlots * kPvDims / 4 / 256;  // float4 of values a thread per step
+  __shared__ __align__(16) __nv_bfloat16 ph[kHeads * kLdPV], pl[kHeads * kLdPV];
+  __shared__ __align__(16) __nv_bfloat16 vh[kPvSlots * kLdV];
+  __shared__ __align__(16) __nv_bfloat16 vl[kSplitV ? kPvSlots * kLdV : 8];
+  __shared__ const float* keys[2][kPvSlots];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int64_t r = blockIdx.x / groups;
+  const int h0 = static_cast<int>(blockIdx.x % groups) * kHeads;
+  const int c0 = static_cast<int>(blockIdx.y) * kPvDims;
+  const int mt = warp % 4, nh = warp / 4;
+  const float* pr = probs + (r * a.H + h0) * S;
+  float pn[kP];
+  float4 vn[kV];
+  auto key_rows = [&](int s0, int buf) {
+    if (tid < kPvSlots) keys[buf][tid] = s0 + tid < S ? attn_key_at(rw, a, r, s0 + tid) : nullptr;
+  };
+  auto fetch = [&](int s0, int buf) {
+#pragma unroll
+    for (int u = 0; u < kP; ++u) {
+      const int i = tid + u * 256, row = i / kPvSlots, j = i % kPvSlots;
+      pn[u] = s0 + j < S && keys[buf][j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kV; ++u) {
+      const int i = tid + u * 256, j = i / (kPvDims / 4), c = i % (kPvDims / 4) * 4;
+      const float* k = keys[buf][j];
+      vn[u] = k ? *reinterpret_cast<const float4*>(k + c0 + c) : float4{0, 0, 0, 0};
+    }
+  };
+  key_rows(0, 0);
+  __syncthreads();
+  fetch(0, 0);
+  float acc[8][4] = {};
+  for (int s0 = 0, buf = 0; s0 < S; s0 += kPvSlots, buf ^= 1) {
+#pragma unroll
+    for (int u = 0; u < kP; ++u) {
+      const int i = tid + u * 256, row = i / kPvSlots, j = i % kPvSlots;
+      split(pn[u], ph[row * kLdPV + j], pl[row * kLdPV + j]);
+    }
+#pragma unroll
+    for (int u = 0; u < kV; ++u) {
+      const int i = tid + u * 256, j = i / (kPvDims / 4), c = i % (kPvDims / 4) * 4;
+      store4(vh, vl, kLdV, j, c, vn[u], !kSplitV, kSplitV);
+    }
+    const bool more = s0 + kPvSlots < S;
+    if (more) key_rows(s0 + kPvSlots, buf ^ 1);
+    __syncthreads();
+    if (more) fetch(s0 + kPvSlots, buf ^ 1);  // in flight during the products below
+#pragma unroll
+    for (int k0 = 0; k0 < kPvSlots; k0 += 16) {
+      uint32_t ah[4], al[4];
+      load_a(ah, ph, kLdPV, mt * 16, k0);
+      load_a(al, pl, kLdPV, mt * 16, k0);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        uint32_t bh[2];
+        load_b_trans(bh, vh, kLdV, k0, nh * 64 + nt * 8);
+        mma(acc[nt], ah, bh);
+        mma(acc[nt], al, bh);
+        if (kSplitV) {
+          uint32_t bl[2];
+          load_b_trans(bl, vl, kLdV, k0, nh * 64 + nt * 8);
+          mma(acc[nt], ah, bl);
+        }
+      }
+    }
+    __syncthreads();
+  }
+  const int g = lane / 4, t = lane % 4;
+  float* out = o + (r * a.H + h0) * a.D + c0 + nh * 64;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int head = mt * 16 + g + half * 8;
+      float2 v{acc[nt][2 * half], acc[nt][2 * half + 1]};
+      if (a.official) v = float2{bf16r(v.x), bf16r(v.y)};
+      *reinterpret_cast<float2*>(out + static_cast<int64_t>(head) * a.D + nt * 8 + 2 * t) = v;
+    }
+  }
+}
+
+bool g_pv_pipeline = env_switch("DEEPINFER_CUDA_ATTN_PV_PIPELINE", true);
+
 }  // namespace
 
 bool attention_tc() { return g_attention_tc; }
@@ -280,7 +376,13 @@ void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs
            kSoftmaxWarps * 32, 0, rows, a, S, probs);
   e.note(cudaGetLastError());
   const dim3 pg(row_groups, static_cast<unsigned>(a.D / kPvDims));
-  if (a.official) {
+  if (g_pv_pipeline) {
+    if (a.official) {
+      e.launch(pv_pipelined_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
+    } else {
+      e.launch(pv_pipelined_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
+    }
+  } else if (a.official) {
     e.launch(pv_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
   } else {
     e.launch(pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);

@@ -41,6 +41,18 @@ __device__ inline void load_b(uint32_t b[2], const __nv_bfloat16* s, int ld, int
   b[1] = *reinterpret_cast<const uint32_t*>(p + 8);
 }
 
+// The B fragment (16 × 8) at (k0, n0) of a tile stored row-major as [k][n] (row stride ld, a
+// multiple of 8; n0 a multiple of 8): ldmatrix .trans of its two 8 × 8 halves, lanes 0–15 giving
+// the addresses of rows k0 … k0 + 15.
+__device__ inline void load_b_trans(uint32_t b[2], const __nv_bfloat16* s, int ld, int k0, int n0) {
+  const int lane = threadIdx.x % 32;
+  const __nv_bfloat16* p = s + (k0 + lane % 16) * ld + n0;
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(b[0]), "=r"(b[1])
+               : "r"(addr));
+}
+
 // Stores four consecutive values of row `row`, column c of a bf16 tile (hi, and lo when split).
 __device__ inline void store4(__nv_bfloat16* hi, __nv_bfloat16* lo, int ld, int row, int c,
                               float4 v, bool exact_hi, bool want_lo) {
