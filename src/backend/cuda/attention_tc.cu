@@ -32,13 +32,13 @@ constexpr int kLdPV = kPvSlots + 8;
 constexpr int kMaxTiles = 128;  // official softmax tiles per row (S ≤ 8192)
 
 bool g_attention_tc = env_switch("DEEPINFER_CUDA_ATTN_TC", true);
-// Below this many rows the per-(row, head) kernel stays (DEEPINFER_CUDA_ATTN_TC_MIN_ROWS overrides
-// it). It reads a row's keys once per head, which a decode batch pays for: H200, V4-Flash
-// decode at 4,096 positions, CSA official 16 rows 0.161 ms here vs 0.511 there (1 row: 0.134 vs
-// 0.092); the FP8/FP4 slice's decode step at batch 16 10.8 vs 11.4-11.6 ms, batch 32 20.4 vs 21.9.
+// Below this many rows the per-(row, head) kernel takes the launch
+// (DEEPINFER_CUDA_ATTN_TC_MIN_ROWS; default 1: every launch here). That kernel reads a row's keys
+// once per head: H200, V4-Flash decode at 4,096 positions, CSA official 0.071 ms here vs 0.092 at 1
+// row, 0.073 vs 0.148 at 4, 0.157 vs 0.511 at 16 (HCA at 1 row 0.044 vs 0.039).
 int g_min_rows = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_ATTN_TC_MIN_ROWS");
-  return v && *v ? std::max(1, std::atoi(v)) : 8;
+  return v && *v ? std::max(1, std::atoi(v)) : 1;
 }();
 
 // 1. logits[r, h, s] = (q[r, h] · key(r, s)) · scale, −inf for a slot without a key.
@@ -174,89 +174,16 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
 
 // 3. o[r, h, d] = Σ_s p[r, h, s] · key(r, s)[d]. Grid: (row, head group) × D / 128; 8 warps, warp
 // w owns heads 16 (w % 4) … + 15 and dims 64 (w / 4) … + 63 of the block's 128.
-template <bool kSplitV>
-__global__ void __launch_bounds__(256)
-    pv_kernel(const Rows rw, const AttnArgs a, int S, int groups, const float* __restrict__ probs,
-              float* __restrict__ o) {
-  pdl_begin();
-  __shared__ __align__(16) __nv_bfloat16 ph[kHeads * kLdPV], pl[kHeads * kLdPV];
-  __shared__ __align__(16) __nv_bfloat16 vh[kPvDims * kLdPV];
-  __shared__ __align__(16) __nv_bfloat16 vl[kSplitV ? kPvDims * kLdPV : 1];
-  __shared__ const float* keys[kPvSlots];
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int64_t r = blockIdx.x / groups;
-  const int h0 = static_cast<int>(blockIdx.x % groups) * kHeads;
-  const int c0 = static_cast<int>(blockIdx.y) * kPvDims;
-  const int mt = warp % 4, nh = warp / 4;
-  const float* pr = probs + (r * a.H + h0) * S;
-  float acc[8][4] = {};
-  for (int s0 = 0; s0 < S; s0 += kPvSlots) {
-    if (tid < kPvSlots) keys[tid] = s0 + tid < S ? attn_key_at(rw, a, r, s0 + tid) : nullptr;
-    if (!__syncthreads_or(tid < kPvSlots && keys[tid] != nullptr)) continue;
-    for (int i = tid; i < kHeads * kPvSlots; i += 256) {
-      const int row = i / kPvSlots, j = i % kPvSlots;
-      const float p = s0 + j < S && keys[j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
-      split(p, ph[row * kLdPV + j], pl[row * kLdPV + j]);
-    }
-    for (int i = tid; i < kPvSlots * kPvDims / 4; i += 256) {
-      const int j = i / (kPvDims / 4), c = i % (kPvDims / 4) * 4;
-      const float* k = keys[j];
-      const float4 v = k ? *reinterpret_cast<const float4*>(k + c0 + c) : float4{0, 0, 0, 0};
-      const float x[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {  // stored transposed, [dim][slot]
-        if (kSplitV) {
-          split(x[u], vh[(c + u) * kLdPV + j], vl[(c + u) * kLdPV + j]);
-        } else {
-          vh[(c + u) * kLdPV + j] = __float2bfloat16_rn(x[u]);
-        }
-      }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k0 = 0; k0 < kPvSlots; k0 += 16) {
-      uint32_t ah[4], al[4];
-      load_a(ah, ph, kLdPV, mt * 16, k0);
-      load_a(al, pl, kLdPV, mt * 16, k0);
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        uint32_t bh[2];
-        load_b(bh, vh, kLdPV, nh * 64 + nt * 8, k0);
-        mma(acc[nt], ah, bh);
-        mma(acc[nt], al, bh);
-        if (kSplitV) {
-          uint32_t bl[2];
-          load_b(bl, vl, kLdPV, nh * 64 + nt * 8, k0);
-          mma(acc[nt], ah, bl);
-        }
-      }
-    }
-    __syncthreads();
-  }
-  const int g = lane / 4, t = lane % 4;
-  float* out = o + (r * a.H + h0) * a.D + c0 + nh * 64;
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int head = mt * 16 + g + half * 8;
-      float2 v{acc[nt][2 * half], acc[nt][2 * half + 1]};
-      if (a.official) v = float2{bf16r(v.x), bf16r(v.y)};
-      *reinterpret_cast<float2*>(out + static_cast<int64_t>(head) * a.D + nt * 8 + 2 * t) = v;
-    }
-  }
-}
-
-// The same product, software-pipelined: step s + 1's probabilities and values are read into
-// registers while step s's tiles are multiplied, V is staged row-major ([slot][dim], 16-byte-wide
-// stores, coalesced reads) and its B fragments taken by ldmatrix .trans. Every product and sum in
-// the same order as pv_kernel (the same bits); DEEPINFER_CUDA_ATTN_PV_PIPELINE=0 keeps pv_kernel.
+// Software-pipelined: step s + 1's probabilities and values are read into registers while step
+// s's tiles multiply; V is staged row-major ([slot][dim], coalesced 16-byte reads) and its B
+// fragments taken by ldmatrix .trans (H200: 0.73 vs 1.47 ms for a 512-row CSA chunk at 7,680
+// against the transposed staging it replaced, the same bits).
 constexpr int kLdV = kPvDims + 8;  // 272-byte rows: the eight rows of an ldmatrix hit all banks
 
 template <bool kSplitV>
 __global__ void __launch_bounds__(256, 2)
-    pv_pipelined_kernel(const Rows rw, const AttnArgs a, int S, int groups,
-                        const float* __restrict__ probs, float* __restrict__ o) {
+    pv_kernel(const Rows rw, const AttnArgs a, int S, int groups, const float* __restrict__ probs,
+              float* __restrict__ o) {
   pdl_begin();
   constexpr int kP = kHeads * kPvSlots / 256;       // probabilities a thread per step
   constexpr int kV = kPvSlots * kPvDims / 4 / 256;  // float4 of values a thread per step
@@ -341,8 +268,6 @@ __global__ void __launch_bounds__(256, 2)
   }
 }
 
-bool g_pv_pipeline = env_switch("DEEPINFER_CUDA_ATTN_PV_PIPELINE", true);
-
 }  // namespace
 
 bool attention_tc() { return g_attention_tc; }
@@ -376,13 +301,7 @@ void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs
            kSoftmaxWarps * 32, 0, rows, a, S, probs);
   e.note(cudaGetLastError());
   const dim3 pg(row_groups, static_cast<unsigned>(a.D / kPvDims));
-  if (g_pv_pipeline) {
-    if (a.official) {
-      e.launch(pv_pipelined_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
-    } else {
-      e.launch(pv_pipelined_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
-    }
-  } else if (a.official) {
+  if (a.official) {
     e.launch(pv_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
   } else {
     e.launch(pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);

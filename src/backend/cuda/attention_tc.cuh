@@ -2,7 +2,7 @@
 // 64 heads of a row as bf16 mma tiles over the row's shared keys, the softmax (Exact, or the
 // official tiled one) a warp per (row, head) between them. Not bitwise the reference body: sums
 // run in tile order and fp32 operands are split into two bf16 terms (CudaKernels.AttentionTc
-// bounds the difference); attention() takes it for launches of ≥ 8 rows when supported.
+// bounds the difference); attention() takes it for every launch it supports.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace deepinfer::cuda {
 // On unless DEEPINFER_CUDA_ATTN_TC=0; tests switch it to compare with the other kernels.
 bool attention_tc();
 void set_attention_tc(bool on);
-// The fewest rows a launch needs to take it (8 unless DEEPINFER_CUDA_ATTN_TC_MIN_ROWS says).
+// The fewest rows a launch needs to take it (1 unless DEEPINFER_CUDA_ATTN_TC_MIN_ROWS says).
 int attention_tc_min_rows();
 void set_attention_tc_min_rows(int rows);
 // H a multiple of 64, D of 128, at most 8192 slots, 16-byte aligned q and keys, ≥ min rows.
