@@ -35,6 +35,14 @@ LtDequant g_dequant = [] {
   return *v == '0' ? LtDequant::Off : *v == '2' ? LtDequant::Kept : LtDequant::PerLaunch;
 }();
 
+// bf16 products of fp32 inputs at decode sizes: the hi and lo halves as one product of 2n
+// columns, so the weights are read once (DEEPINFER_CUDA_LT_STACK_HALVES=0: two products), while
+// its fp32 D fits in this much scratch. And whether decode-sized FP8 products may split K.
+const bool g_stack_halves = env_switch("DEEPINFER_CUDA_LT_STACK_HALVES", true);
+const bool g_fp8_splitk = env_switch("DEEPINFER_CUDA_LT_FP8_SPLITK", false);
+constexpr size_t kStackedMaxBytes = size_t{128} << 20;
+constexpr int64_t kStackedMaxRows = 256;  // decode batches: prefill keeps its two products
+
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 constexpr size_t kMinScratchBytes = size_t{32} << 20;  // a 256-row decode batch of K = 16384 halves
 constexpr size_t kMinScaleBytes = size_t{1} << 20;
@@ -78,6 +86,8 @@ struct BlasState {
   size_t out16_bytes = 0;
   void* wdeq = nullptr;  // a quantized weight view dequantized to bf16 for one launch
   size_t wdeq_bytes = 0;
+  void* stacked = nullptr;  // the fp32 D of a bf16 product of both halves at once [2n, M]
+  size_t stacked_bytes = 0;
   float* probe = nullptr;  // the FP8 check's outputs
   std::map<PlanKey, Plan> plans;
   // Batch-invariant mode: the algorithm of each shape (n = kInvariantReferenceRows), or none.
@@ -95,6 +105,7 @@ struct BlasState {
     for (auto& [k, s] : weight_scales) cudaFree(s);
     for (auto& [k, c] : weight_copies) cudaFree(c);
     cudaFree(wdeq);
+    cudaFree(stacked);
     cudaFree(workspace);
     cudaFree(act);
     cudaFree(act_scales);
@@ -228,7 +239,11 @@ Plan* plan(BlasState& s, const PlanKey& key) {
                  key.invariant ? " (invariant)" : "");
   if (!make_descs(s, key, p)) return nullptr;
   if (!key.invariant) {
-    p.ok = heuristic(s, p, key.kind == static_cast<int>(Kind::Fp8), p.algo);
+    // FP8 products keep their K in one CTA, except decode-sized ones with
+    // DEEPINFER_CUDA_LT_FP8_SPLITK=1 (few output tiles: split-K would fill the GPU; off until
+    // measured).
+    const bool fp8 = key.kind == static_cast<int>(Kind::Fp8);
+    p.ok = heuristic(s, p, fp8 && !(g_fp8_splitk && key.n <= 256), p.algo);
     return p.ok ? &p : nullptr;
   }
   PlanKey ref = key;
@@ -468,6 +483,23 @@ bool bf16_linear(BlasState& s, Exec& e, const float* x, int64_t ldx, int64_t n, 
     });
   }
   const void* a = reinterpret_cast<const uint16_t*>(w.data) + w.row0 * w.stride;
+  // Outside the batch-invariant mode (whose algorithm is fixed per shape) both halves in one
+  // product into scratch, then y = its hi rows + its lo rows: the same fp32 addition as the
+  // second product's beta = 1 does.
+  const size_t stacked_bytes = static_cast<size_t>(2 * n * M) * sizeof(float);
+  if (g_stack_halves && !g_invariant && n <= kStackedMaxRows && stacked_bytes <= kStackedMaxBytes) {
+    Plan* p2 =
+        plan(s, PlanKey{static_cast<int>(Kind::Bf16), M, 2 * n, K, w.stride, M, false, false});
+    if (p2 && reserve(s, s.stacked, s.stacked_bytes, stacked_bytes, 0, in_capture) &&
+        run(s, e, *p2, a, hi, s.stacked, 0.0f)) {
+      const float* d = static_cast<const float*>(s.stacked);
+      e.each(n * M, [=] DI_HD(int64_t i) {
+        const int64_t r = i / M, o = i % M;
+        y[r * ldy + o] = d[i] + d[n * M + i];
+      });
+      return true;
+    }
+  }
   return run(s, e, *p, a, hi, y, 0.0f) && run(s, e, *p, a, lo, y, 1.0f);
 }
 

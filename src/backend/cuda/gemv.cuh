@@ -18,8 +18,10 @@ namespace deepinfer::cuda {
 bool gemv_supported(const DevWeight& w, int64_t n);
 void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
           int64_t ldy, bool round_out);
-// The largest batch gemv() runs as GEMV passes (64; env DEEPINFER_CUDA_GEMV_MAX_ROWS).
+// The largest batch gemv() runs as GEMV passes (8: one pass; env DEEPINFER_CUDA_GEMV_MAX_ROWS).
 int gemv_max_rows();
+// The kernel reports time both sides of the crossover.
+void set_gemv_max_rows(int rows);
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in);
 void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,

@@ -48,6 +48,12 @@ std::vector<KernelCheck> indexer_tc_kernel_report();
 // 512 rows, ≤ 3e-5 at 8,192: another summation order).
 std::vector<KernelCheck> prefill_kernel_report();
 
+// The dense products at decode batch sizes (16, 64, 256 rows) on the V4-Flash slice's shapes
+// (FP8 q / output projections, a piece of the bf16 LM head, the fp32 mHC mix, a narrow FP8
+// weight) through linear(), as GEMV passes of 8 rows and as the default path past them (cuBLASLt,
+// the narrow cluster kernel): against the reference body, with GB/s and the share of 4.8 TB/s.
+std::vector<KernelCheck> decode_dense_kernel_report();
+
 // compressor_push_fast against the reference push: multi-segment launches that start inside
 // windows and continue, both compressor kinds (ratio 4 overlapping, ratio 128); entry stores and
 // states bit-identical (tolerance 0). emulate: on the host (no device needed); else on the device,

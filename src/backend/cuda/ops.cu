@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemm_lt.cuh"
+#include "backend/cuda/gemm_narrow.cuh"
 #include "backend/cuda/gemm_short.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/ops.cuh"
@@ -71,6 +72,12 @@ void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w,
     if (!xq_ready) fp8_quant_rows_from(e, x, ldx, n, w.in, 128, xq);
     x = xq_ready ? xq_ready : xq;
     ldx = w.in;
+  }
+  // Few outputs over long rows at decode batch sizes (the mHC mixes, narrow weights cuBLASLt
+  // declined): K split over a cluster of blocks, so the launch fills the GPU.
+  if (big && !invariant && narrow_preferred(w, n) && narrow_supported(w, n, x, ldx)) {
+    gemm_narrow(e, x, ldx, n, w, y, ldy, quant);
+    return;
   }
   // Few fp32 outputs over long rows (the mHC mixes): blocks of 16 rows, not one tile column.
   if (big && !invariant && short_out_supported(w)) {

@@ -1,0 +1,21 @@
+// The dense products at decode batch sizes against the reference body, both sides of the GEMV
+// crossover (kernel_report_decode.cu): GEMV passes of 8 rows and the default cuBLASLt / narrow
+// kernels, with their GB/s.
+#include <gtest/gtest.h>
+
+#include "backend/cuda/cuda_model.h"
+#include "backend/cuda/kernel_report.h"
+#include "kernel_checks.h"
+
+namespace deepinfer::cuda {
+namespace {
+
+TEST(CudaKernels, DecodeDenseProductsMatchTheReference) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = decode_dense_kernel_report();
+  EXPECT_EQ(checks.size(), 32u);  // 16 (shape, rows) pairs × {GEMV passes, default}
+  expect_within_tolerance(checks);
+}
+
+}  // namespace
+}  // namespace deepinfer::cuda
