@@ -40,6 +40,7 @@ LtDequant g_dequant = [] {
 // its fp32 D fits in this much scratch. And whether decode-sized FP8 products may split K.
 const bool g_stack_halves = env_switch("DEEPINFER_CUDA_LT_STACK_HALVES", true);
 const bool g_fp8_splitk = env_switch("DEEPINFER_CUDA_LT_FP8_SPLITK", false);
+const bool g_early_scratch = env_switch("DEEPINFER_CUDA_LT_EARLY_SCRATCH", false);
 constexpr size_t kStackedMaxBytes = size_t{128} << 20;
 constexpr int64_t kStackedMaxRows = 256;  // decode batches: prefill keeps its two products
 
@@ -148,6 +149,14 @@ BlasState* state(Exec& e, bool in_capture) {
   if (cudaMalloc(&s->workspace, kWorkspaceBytes) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
+  }
+  // DEEPINFER_CUDA_LT_EARLY_SCRATCH=1 (off until measured): the bf16-D and stacked-halves
+  // scratch made here, before any graph is captured. Products first seen in capture cannot grow
+  // them: FP8 ones without an fp32-D algorithm (wo_b at decode sizes on the H200) then fall to the
+  // WMMA tiles, and bf16 ones keep their two products.
+  if (g_early_scratch) {
+    reserve(*s, s->out16, s->out16_bytes, kMinScratchBytes / 2, kMinScratchBytes, false);
+    reserve(*s, s->stacked, s->stacked_bytes, kStackedMaxBytes / 2, 0, false);  // 128 MiB
   }
   e.blas = s;
   return s.get();
