@@ -21,5 +21,13 @@ TEST(CudaKernels, GroupedExpertsMatchTheReference) {
   expect_within_tolerance(checks);
 }
 
+// The decode-sized tensor-core kernel (grouped_experts_dec), skewed and uniform routing.
+TEST(CudaKernels, GroupedExpertsDecodeMatchTheReference) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = expert_dec_kernel_report();
+  EXPECT_EQ(checks.size(), 21u);  // 3 formats × (1 token + 3 batch sizes × skewed, uniform)
+  expect_within_tolerance(checks);
+}
+
 }  // namespace
 }  // namespace deepinfer::cuda

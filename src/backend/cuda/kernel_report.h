@@ -32,6 +32,10 @@ std::vector<KernelCheck> expert_kernel_report();
 // skewed routing and 8192 uniform, fp32 (hi + lo) and bf16-exact inputs: ≤ 1e-4 relative to the
 // reference body, every slot written, with its TFLOP/s per mode beside the WMMA kernel's.
 std::vector<KernelCheck> expert_lt_kernel_report();
+// The decode-sized tensor-core experts (grouped_experts_dec) at 1 / 16 / 64 / 256 tokens, skewed
+// and uniform routing, bf16-exact inputs: ≤ 1e-4 relative, no NaN left, batch-invariant bits, and
+// its bandwidth over the distinct experts' bytes beside the CUDA-core kernel's.
+std::vector<KernelCheck> expert_dec_kernel_report();
 
 // The tensor-core prefill attention (attention_tc.cuh) against the reference body at V4-Flash
 // sizes: 512-row chunks from 0 and from 7,680 and a two-segment launch, CSA and HCA, Exact

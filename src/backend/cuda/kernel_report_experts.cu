@@ -405,4 +405,131 @@ std::vector<KernelCheck> expert_lt_kernel_report() {
   return report;
 }
 
+// The decode-sized tensor-core kernel (grouped_experts_dec) at 1 / 16 / 64 / 256 tokens, skewed
+// and uniform-random routing (what decode on random weights looks like), on bf16-exact inputs (as
+// the official numerics give them): ≤ 1e-4 relative to the reference body, every slot written,
+// token 1's slots alone the same bits as inside the batch (all three products), and its
+// bandwidth over the distinct experts' bytes beside the CUDA-core kernel's.
+std::vector<KernelCheck> expert_dec_kernel_report() {
+  std::vector<KernelCheck> report;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return report;
+  const bool fast0 = fast_kernels();
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(31);
+  constexpr int E = 256, K = 6;
+  constexpr int64_t kOut = 2048, kIn = 4096;
+  for (DevFormat f : {DevFormat::FP4, DevFormat::FP8, DevFormat::BF16}) {
+    Experts w1 = random_experts(e, f, E, kOut, kIn, 700 + static_cast<uint32_t>(f));
+    Experts w3 = random_experts(e, f, E, kOut, kIn, 800 + static_cast<uint32_t>(f));
+    Experts w2 = random_experts(e, f, E, kIn, kOut, 900 + static_cast<uint32_t>(f));
+    for (const auto& [tokens, uniform] :
+         {std::pair{int64_t{1}, true}, std::pair{int64_t{16}, false}, std::pair{int64_t{16}, true},
+          std::pair{int64_t{64}, false}, std::pair{int64_t{64}, true},
+          std::pair{int64_t{256}, false}, std::pair{int64_t{256}, true}}) {
+      const int64_t slots = tokens * K;
+      std::vector<int32_t> hidx = skewed_routing(slots, E, rng);
+      if (uniform) {
+        std::uniform_int_distribution<int> any(0, E - 1);
+        for (auto& v : hidx) v = any(rng);
+      }
+      if (tokens == 1) hidx = {3, 17, 40, 41, 99, 127};
+      std::vector<float> hx(static_cast<size_t>(slots * kIn));
+      std::normal_distribution<float> gauss(0.0f, 1.0f);
+      for (auto& v : hx) v = bf16r(gauss(rng));
+      DeviceArray<int32_t> idx;
+      idx.upload(e, hidx);
+      DeviceArray<float> x, y1, y3, r1, r3, y2, r2;
+      x.upload(e, hx);  // tokens rows for w1/w3; slots rows (of kOut) for w2
+      for (auto* a : {&y1, &y3, &r1, &r3}) a->allocate(e, static_cast<size_t>(slots * kOut));
+      for (auto* a : {&y2, &r2}) a->allocate(e, static_cast<size_t>(slots * kIn));
+      ExpertPlanBuffers pb;
+      pb.allocate(e, slots, E);
+      const ExpertPlan plan = pb.plan();
+      const int64_t checked = std::min<int64_t>(slots, 384);
+      reference_experts(e, x.ptr, checked, K, w1, w3, w2, idx.ptr, f, kOut, kIn,
+                        {y1, y3, y2, r1, r3, r2});
+      const auto dec = [&] {
+        moe_plan(e, idx.ptr, slots, E, plan);
+        grouped_experts_dec(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
+                            {w3.table.ptr, y3.ptr}, kOut, kOut, kIn, false, f);
+        grouped_experts_dec(e, plan, slots, E, x.ptr, true, K, {w2.table.ptr, y2.ptr}, {}, kIn, kIn,
+                            kOut, false, f);
+      };
+      dec();
+      double rel = 0;
+      int64_t bad = 0;
+      for (const auto& [ref, got, w] :
+           {std::tuple{&r1, &y1, kOut}, std::tuple{&r3, &y3, kOut}, std::tuple{&r2, &y2, kIn}}) {
+        std::vector<float> a(static_cast<size_t>(checked * w)), b(a.size());
+        std::vector<float> all(static_cast<size_t>(slots * w));
+        e.to_host(a.data(), ref->ptr, a.size() * 4);
+        e.to_host(b.data(), got->ptr, b.size() * 4);
+        e.to_host(all.data(), got->ptr, all.size() * 4);
+        if (!e.sync().ok()) bad = -1;
+        rel = std::max(rel, max_rel_error(a, b).rel);
+        for (float v : all) bad += std::isnan(v) ? 1 : 0;
+      }
+      // Batch invariance: token 1's slots alone (w1 / w3 on its row, w2 on its slots' rows).
+      int64_t differ = 0;
+      if (tokens > 1 && bad == 0) {
+        ExpertPlanBuffers pb1;
+        pb1.allocate(e, K, E);
+        DeviceArray<float> y1s, y3s, y2s;
+        y1s.allocate(e, static_cast<size_t>(K * kOut));
+        y3s.allocate(e, static_cast<size_t>(K * kOut));
+        y2s.allocate(e, static_cast<size_t>(K * kIn));
+        moe_plan(e, idx.ptr + K, K, E, pb1.plan());
+        grouped_experts_dec(e, pb1.plan(), K, E, x.ptr + kIn, false, K, {w1.table.ptr, y1s.ptr},
+                            {w3.table.ptr, y3s.ptr}, kOut, kOut, kIn, false, f);
+        grouped_experts_dec(e, pb1.plan(), K, E, x.ptr + K * kOut, true, K, {w2.table.ptr, y2s.ptr},
+                            {}, kIn, kIn, kOut, false, f);
+        for (const auto& [alone, batch, w] :
+             {std::tuple{&y1s, &y1, kOut}, std::tuple{&y3s, &y3, kOut},
+              std::tuple{&y2s, &y2, kIn}}) {
+          std::vector<float> u(static_cast<size_t>(K * w)), v(u.size());
+          e.to_host(u.data(), alone->ptr, u.size() * 4);
+          e.to_host(v.data(), batch->ptr + K * w, v.size() * 4);
+          if (!e.sync().ok()) {
+            differ = -1;
+            break;
+          }
+          for (size_t i = 0; i < u.size(); ++i) differ += std::memcmp(&u[i], &v[i], 4) != 0;
+        }
+      }
+      const int iters = tokens >= 64 ? 10 : 30;
+      const float ms_dec = time_ms(e, iters, dec);
+      const float ms_cc = time_ms(e, iters, [&] {
+        moe_plan(e, idx.ptr, slots, E, plan);
+        grouped_experts(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
+                        {w3.table.ptr, y3.ptr}, kOut, kOut, kIn, false, f);
+        grouped_experts(e, plan, slots, E, x.ptr, true, K, {w2.table.ptr, y2.ptr}, {}, kIn, kIn,
+                        kOut, false, f);
+      });
+      std::vector<int32_t> sorted = hidx;
+      std::sort(sorted.begin(), sorted.end());
+      const int64_t distinct = std::unique(sorted.begin(), sorted.end()) - sorted.begin();
+      const double bytes = 3.0 * static_cast<double>(distinct * w1.bytes_per_expert);
+      const double gb_dec = bytes / (ms_dec * 1e-3) / 1e9, gb_cc = bytes / (ms_cc * 1e-3) / 1e9;
+      char line[360];
+      std::snprintf(line, sizeof line,
+                    "%s experts decode mma tokens=%-4lld %s distinct=%-3lld %7.3f ms (%6.1f GB/s, "
+                    "%4.1f%% of 4.8 TB/s) CUDA-core %7.3f ms (%6.1f GB/s, %4.1f%%)  rel.err %.2e "
+                    " NaN %lld  alone!=batch %lld",
+                    fmt_name(f), static_cast<long long>(tokens), uniform ? "uniform" : "skewed ",
+                    static_cast<long long>(distinct), ms_dec, gb_dec, gb_dec / 48.0, ms_cc, gb_cc,
+                    gb_cc / 48.0, rel, static_cast<long long>(bad), static_cast<long long>(differ));
+      KernelCheck kc;
+      kc.line = line;
+      kc.rel_error = bad == 0 && differ == 0 ? rel : 1.0;
+      kc.tolerance = 1e-4;
+      report.push_back(kc);
+    }
+  }
+  set_fast_kernels(fast0);
+  cudaStreamDestroy(e.stream);
+  return report;
+}
+
 }  // namespace deepinfer::cuda

@@ -1,6 +1,7 @@
 // Routed experts grouped by expert: the device permutation (moe_plan) and the grouped expert
 // GEMV (grouped_experts). What they compute and why is in moe_grouped.cuh.
 
+#include "backend/cuda/cuda_model.h"
 #include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/moe.cuh"
@@ -366,7 +367,13 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
   const bool tc = g_grouped_tc && qx && slots >= int64_t{kTcMinSlotsPerExpert} * E &&
                   grouped_experts_tc_supported(d, r.f1) &&
                   grouped_experts_tc_supported(inter, r.f2);
-  const auto product = tc ? grouped_experts_tc : grouped_experts;
+  // Decode-sized launches of the same numerics on the mma kernel for few slots per expert
+  // (batch-invariant mode keeps the CUDA-core kernel, whose bits it was checked with).
+  const bool dec = !tc && experts_decode_tc() && !batch_invariant() && qx &&
+                   slots >= experts_decode_tc_min_slots(E) &&
+                   grouped_experts_dec_supported(d, r.f1) &&
+                   grouped_experts_dec_supported(inter, r.f2);
+  const auto product = tc ? grouped_experts_tc : dec ? grouped_experts_dec : grouped_experts;
   // Prefill-sized launches (any numerics) on cuBLAS where it runs them and beats the kernel above.
   std::vector<int32_t> offsets;
   const bool lt = slots >= int64_t{kTcMinSlotsPerExpert} * E &&

@@ -88,6 +88,25 @@ void grouped_experts_tc(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E,
 void set_grouped_tensor_cores(bool on);
 bool grouped_tensor_cores();
 
+// The decode-sized tensor-core variant (moe_grouped_dec.cu): mma.sync m16n8k16 with the
+// expert's weight rows as the 16-row side and 8 slots per pass as the 8-wide side, activations
+// and scaled weights rounded to bf16 — exact only where they are bf16-exact (official numerics:
+// FP8-quantized activations, FP8/FP4 experts), so routed_grouped takes it only there, below the
+// prefill-sized launches and from experts_decode_tc_min_slots(E) slots up (E / 2 by default: on
+// the H200 the CUDA-core kernel is faster at 6 slots and even at 96, FP4, over 256 experts; env
+// DEEPINFER_CUDA_EXPERTS_DECODE_TC_MIN_SLOTS sets it). A slot's sum does not depend on the other
+// slots of the launch, but differs in its last bits from the CUDA-core kernel's, so a token's
+// bits change where a decode batch crosses the threshold; batch-invariant mode keeps the
+// CUDA-core kernel. On by default; false (or env DEEPINFER_CUDA_EXPERTS_DECODE_TC=0) keeps decode
+// on the CUDA-core kernel.
+void set_experts_decode_tc(bool on);
+bool experts_decode_tc();
+int64_t experts_decode_tc_min_slots(int E);
+bool grouped_experts_dec_supported(int64_t in, DevFormat format);
+void grouped_experts_dec(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E, const float* x,
+                         bool x_per_slot, int K, const ExpertProduct& a, const ExpertProduct& b,
+                         int64_t ldy, int64_t out, int64_t in, bool official, DevFormat format);
+
 // The cuBLAS variant (moe_grouped_lt.cu) for prefill-sized launches, outside graph capture: the
 // plan's offsets read to the host once (read_plan_offsets: one stream sync), the slots' rows
 // gathered by expert as bf16 (hi + lo, two products summed in fp32, unless x_bf16: the inputs are
