@@ -8,7 +8,7 @@
 //
 // K order: the sum over k inside one mma is order-free, so a lane takes 32 contiguous elements
 // of a weight row per 128-k step (one 16-byte FP4 load: one UE8M0 block; two for FP8, four for
-// bf16) and the activations are read in the same permuted order. FP4 is decoded through fp16 bit
+// bf16) and the activations are read in the same permuted order. FP4 is decoded by bf16 bit
 // placement and its block scale applied before the mma (e2m1 × 2^s is bf16-exact); FP8's 128×128
 // scale is constant over a lane's 128-k step, so it multiplies the step's fp32 partial sum. The
 // next step's weights are loaded before the current one is multiplied (registers, no barrier).
