@@ -145,16 +145,7 @@ __device__ __forceinline__ void decode8(const Raw<F>& raw, int j, float* v) {
 // 8 different bank groups.
 __device__ __forceinline__ int swz(int k) { return (k & ~31) | ((k & 31) ^ (((k >> 5) & 7) << 2)); }
 
-struct GroupedArgs {
-  ExpertPlan plan;
-  const float* x;
-  bool x_per_slot;
-  int K;
-  ExpertProduct a, b;
-  int tiles;  // column tiles per product
-  int64_t ldy, out, in;
-  bool round_out;
-};
+using GroupedArgs = ExpertLaunchArgs;
 
 // grid (tiles × products, chunks); each warp Fmt::kCols weight rows of the chunk's expert.
 template <DevFormat F, int R>
@@ -305,17 +296,7 @@ void grouped_experts(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E, co
                      bool x_per_slot, int K, const ExpertProduct& a, const ExpertProduct& b,
                      int64_t ldy, int64_t out, int64_t in, bool official, DevFormat format) {
   if (n_slots <= 0) return;
-  GroupedArgs g;
-  g.plan = plan;
-  g.x = x;
-  g.x_per_slot = x_per_slot;
-  g.K = K;
-  g.a = a;
-  g.b = b;
-  g.ldy = ldy;
-  g.out = out;
-  g.in = in;
-  g.round_out = official && format != DevFormat::BF16 && format != DevFormat::F32;
+  GroupedArgs g = expert_launch_args(plan, x, x_per_slot, K, a, b, ldy, out, in, official, format);
   const int cols = kWarps * (format == DevFormat::BF16 ? Fmt<DevFormat::BF16>::kCols
                                                        : Fmt<DevFormat::FP4>::kCols);
   g.tiles = static_cast<int>((out + cols - 1) / cols);

@@ -62,6 +62,36 @@ struct ExpertProduct {
   float* y = nullptr;
 };
 
+// What each grouped-expert kernel is handed (grouped_experts' arguments; tiles: the column tiles
+// per product its launcher picks). round_out: official numerics round quantized experts' outputs.
+struct ExpertLaunchArgs {
+  ExpertPlan plan;
+  const float* x = nullptr;
+  bool x_per_slot = false;
+  int K = 0;
+  ExpertProduct a, b;
+  int tiles = 0;
+  int64_t ldy = 0, out = 0, in = 0;
+  bool round_out = false;
+};
+inline ExpertLaunchArgs expert_launch_args(const ExpertPlan& plan, const float* x, bool x_per_slot,
+                                           int K, const ExpertProduct& a, const ExpertProduct& b,
+                                           int64_t ldy, int64_t out, int64_t in, bool official,
+                                           DevFormat format) {
+  ExpertLaunchArgs g;
+  g.plan = plan;
+  g.x = x;
+  g.x_per_slot = x_per_slot;
+  g.K = K;
+  g.a = a;
+  g.b = b;
+  g.ldy = ldy;
+  g.out = out;
+  g.in = in;
+  g.round_out = official && format != DevFormat::BF16 && format != DevFormat::F32;
+  return g;
+}
+
 // Whether grouped_experts runs these shapes (fast kernels on, `in` a multiple of 32, the
 // formats' block scales 32-aligned, rows short enough to stage in shared memory).
 bool grouped_experts_supported(int64_t in, DevFormat format);

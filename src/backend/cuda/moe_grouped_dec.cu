@@ -37,16 +37,9 @@ struct DecFmt {
   static constexpr int kTiles = F == DevFormat::BF16 ? 1 : 2;
 };
 
-struct DecArgs {
-  ExpertPlan plan;
-  const float* x;
-  bool x_per_slot;
-  int K;
-  ExpertProduct a, b;
-  int tiles;  // column tiles per product
-  int64_t ldy, out, in;
-  bool round_out;
-  bool fp4_bits;  // FP4 decoded by bit placement and a bf16 scale multiply (else through fp32)
+// fp4_bits: FP4 decoded by bit placement and a bf16 scale multiply (else through fp32).
+struct DecArgs : ExpertLaunchArgs {
+  bool fp4_bits = true;
 };
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
@@ -310,16 +303,8 @@ void grouped_experts_dec(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E
                          int64_t ldy, int64_t out, int64_t in, bool official, DevFormat format) {
   if (n_slots <= 0) return;
   DecArgs g;
-  g.plan = plan;
-  g.x = x;
-  g.x_per_slot = x_per_slot;
-  g.K = K;
-  g.a = a;
-  g.b = b;
-  g.ldy = ldy;
-  g.out = out;
-  g.in = in;
-  g.round_out = official && format != DevFormat::BF16 && format != DevFormat::F32;
+  static_cast<ExpertLaunchArgs&>(g) =
+      expert_launch_args(plan, x, x_per_slot, K, a, b, ldy, out, in, official, format);
   g.fp4_bits = g_fp4_bits;
   const int64_t chunks = expert_max_chunks(n_slots, E);
   const int rows_per_warp = 16 * (format == DevFormat::BF16 ? DecFmt<DevFormat::BF16>::kTiles

@@ -20,16 +20,7 @@ using namespace nvcuda;
 constexpr int kTile = 64, kSlice = 32, kLd = kSlice + 8, kLdC = kTile + 4, kThreads = 128;
 static_assert(kExpertChunkSlots == kTile, "a chunk is one tile of rows");
 
-struct TcArgs {
-  ExpertPlan plan;
-  const float* x;
-  bool x_per_slot;
-  int K;
-  ExpertProduct a, b;
-  int tiles;
-  int64_t ldy, out, in;
-  bool round_out;
-};
+using TcArgs = ExpertLaunchArgs;
 
 // 16 weights (o, k … k+15) with their scale, as bf16 (exact), into dst.
 template <DevFormat F>
@@ -155,17 +146,7 @@ void grouped_experts_tc(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E,
                         bool x_per_slot, int K, const ExpertProduct& a, const ExpertProduct& b,
                         int64_t ldy, int64_t out, int64_t in, bool official, DevFormat format) {
   if (n_slots <= 0) return;
-  TcArgs g;
-  g.plan = plan;
-  g.x = x;
-  g.x_per_slot = x_per_slot;
-  g.K = K;
-  g.a = a;
-  g.b = b;
-  g.ldy = ldy;
-  g.out = out;
-  g.in = in;
-  g.round_out = official && format != DevFormat::BF16 && format != DevFormat::F32;
+  TcArgs g = expert_launch_args(plan, x, x_per_slot, K, a, b, ldy, out, in, official, format);
   g.tiles = static_cast<int>((out + kTile - 1) / kTile);
   const dim3 grid(static_cast<unsigned>(g.tiles * (b.experts ? 2 : 1)),
                   static_cast<unsigned>(expert_max_chunks(n_slots, E)));
