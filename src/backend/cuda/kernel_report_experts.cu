@@ -111,6 +111,30 @@ void reference_experts(Exec& e, const float* x, int64_t checked, int K, const Ex
     cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
 }
 
+// The three products under test against the reference's first `checked` slots: the largest
+// relative error, and the outputs over all slots left NaN or made infinite (−1: a device error).
+struct ProductsError {
+  double rel = 0;
+  int64_t bad = 0;
+};
+ProductsError compare_products(Exec& e, int64_t checked, int64_t slots, int64_t out, int64_t in,
+                               const ExpertRows& rows) {
+  ProductsError r;
+  for (const auto& [ref, got, w] :
+       {std::tuple{&rows.r1, &rows.y1, out}, std::tuple{&rows.r3, &rows.y3, out},
+        std::tuple{&rows.r2, &rows.y2, in}}) {
+    std::vector<float> a(static_cast<size_t>(checked * w)), b(a.size());
+    std::vector<float> all(static_cast<size_t>(slots * w));
+    e.to_host(a.data(), ref->ptr, a.size() * 4);
+    e.to_host(b.data(), got->ptr, b.size() * 4);
+    e.to_host(all.data(), got->ptr, all.size() * 4);
+    if (!e.sync().ok()) r.bad = -1;
+    r.rel = std::max(r.rel, max_rel_error(a, b).rel);
+    for (float v : all) r.bad += std::isfinite(v) ? 0 : 1;
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<KernelCheck> expert_kernel_report() {
@@ -352,20 +376,8 @@ std::vector<KernelCheck> expert_lt_kernel_report() {
                                    {w2.table.ptr, y2.ptr}, {}, kIn, kIn, kOut, false, f, exact_in);
         };
         lt();
-        double rel = 0;
-        int64_t bad = 0;
-        for (const auto& [ref, got, w] :
-             {std::tuple{&r1, &y1, kOut}, std::tuple{&r3, &y3, kOut}, std::tuple{&r2, &y2, kIn}}) {
-          std::vector<float> a(static_cast<size_t>(checked * w)), b(a.size());
-          std::vector<float> all(static_cast<size_t>(slots * w));
-          e.to_host(a.data(), ref->ptr, a.size() * 4);
-          e.to_host(b.data(), got->ptr, b.size() * 4);
-          e.to_host(all.data(), got->ptr, all.size() * 4);
-          if (!e.sync().ok()) bad = -1;
-          const OutputError err = max_rel_error(a, b);
-          rel = std::max(rel, err.rel);
-          for (float v : all) bad += std::isfinite(v) ? 0 : 1;
-        }
+        const auto [rel, bad] =
+            compare_products(e, checked, slots, kOut, kIn, {y1, y3, y2, r1, r3, r2});
         const int iters = 3;
         const double flop = 2.0 * 3.0 * static_cast<double>(slots * kOut * kIn);
         const double ms_lt = time_ms(e, iters, lt);
@@ -458,19 +470,8 @@ std::vector<KernelCheck> expert_dec_kernel_report() {
                             kOut, false, f);
       };
       dec();
-      double rel = 0;
-      int64_t bad = 0;
-      for (const auto& [ref, got, w] :
-           {std::tuple{&r1, &y1, kOut}, std::tuple{&r3, &y3, kOut}, std::tuple{&r2, &y2, kIn}}) {
-        std::vector<float> a(static_cast<size_t>(checked * w)), b(a.size());
-        std::vector<float> all(static_cast<size_t>(slots * w));
-        e.to_host(a.data(), ref->ptr, a.size() * 4);
-        e.to_host(b.data(), got->ptr, b.size() * 4);
-        e.to_host(all.data(), got->ptr, all.size() * 4);
-        if (!e.sync().ok()) bad = -1;
-        rel = std::max(rel, max_rel_error(a, b).rel);
-        for (float v : all) bad += std::isnan(v) ? 1 : 0;
-      }
+      const auto [rel, bad] =
+          compare_products(e, checked, slots, kOut, kIn, {y1, y3, y2, r1, r3, r2});
       // Batch invariance: token 1's slots alone (w1 / w3 on its row, w2 on its slots' rows).
       int64_t differ = 0;
       if (tokens > 1 && bad == 0) {
