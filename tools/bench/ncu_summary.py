@@ -1,5 +1,5 @@
-"""Sums an Nsight Compute raw CSV (gpu__time_duration.sum) per kernel call site and prints the
-table for one decode step. Lambda kernels (Exec::each) are named by their enclosing function
+"""Sums an Nsight Compute raw CSV (gpu__time_duration.sum, and dram__bytes_read.sum where it was
+collected) per kernel call site and prints the table for one decode step. Lambda kernels (Exec::each) are named by their enclosing function
 and lambda number, the others by their kernel name.
   ncu_summary.py NCU.csv STEPS TITLE"""
 import csv
@@ -24,7 +24,9 @@ def main():
         print("\n".join(lines[-15:]))
         return
     rows = list(csv.DictReader(lines[start:]))
-    total, count = defaultdict(float), defaultdict(int)
+    total, count, read = defaultdict(float), defaultdict(int), defaultdict(float)
+    byte_scale = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9}
+    read_units = byte_scale.get(rows[0].get("dram__bytes_read.sum", "byte"), 1.0) if rows else 1.0
     for r in rows:
         v = r.get("gpu__time_duration.sum", "").replace(",", "")
         try:
@@ -34,14 +36,20 @@ def main():
         k = site(r.get("Kernel Name", "?"))
         total[k] += t
         count[k] += 1
+        try:
+            read[k] += float(r.get("dram__bytes_read.sum", "").replace(",", "")) * read_units
+        except ValueError:
+            pass
     units = rows[0].get("gpu__time_duration.sum", "ns") if rows else "ns"
     scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0}.get(units, 1e-6)
     all_ms = sum(total.values()) * scale / steps
     print(f"\n### {title}: {all_ms:.3f} ms of kernel time per step ({steps} steps)\n")
-    print("| kernel | ms/step | share | launches/step |\n|---|---|---|---|")
-    for k in sorted(total, key=total.get, reverse=True)[:25]:
+    print("| kernel | ms/step | share | launches/step | MB read/step | TB/s |\n|---|---|---|---|---|---|")
+    for k in sorted(total, key=total.get, reverse=True)[:40]:
         ms = total[k] * scale / steps
-        print(f"| {k} | {ms:.3f} | {100 * ms / all_ms:.1f} % | {count[k] / steps:.0f} |")
+        mb = read[k] / steps / 1e6
+        rate = f"{mb / ms / 1e3:.2f}" if read[k] and ms else "-"
+        print(f"| {k} | {ms:.3f} | {100 * ms / all_ms:.1f} % | {count[k] / steps:.0f} | {mb:.1f} | {rate} |")
 
 
 main()

@@ -39,7 +39,7 @@ LtDequant g_dequant = [] {
 // columns, so the weights are read once (DEEPINFER_CUDA_LT_STACK_HALVES=0: two products), while
 // its fp32 D fits in this much scratch. And whether decode-sized FP8 products may split K.
 const bool g_stack_halves = env_switch("DEEPINFER_CUDA_LT_STACK_HALVES", true);
-const bool g_fp8_splitk = env_switch("DEEPINFER_CUDA_LT_FP8_SPLITK", false);
+const bool g_fp8_splitk = env_switch("DEEPINFER_CUDA_LT_FP8_SPLITK", true);
 const bool g_early_scratch = env_switch("DEEPINFER_CUDA_LT_EARLY_SCRATCH", false);
 constexpr size_t kStackedMaxBytes = size_t{128} << 20;
 constexpr int64_t kStackedMaxRows = 256;  // decode batches: prefill keeps its two products
@@ -248,9 +248,9 @@ Plan* plan(BlasState& s, const PlanKey& key) {
                  key.invariant ? " (invariant)" : "");
   if (!make_descs(s, key, p)) return nullptr;
   if (!key.invariant) {
-    // FP8 products keep their K in one CTA, except decode-sized ones with
-    // DEEPINFER_CUDA_LT_FP8_SPLITK=1 (few output tiles: split-K would fill the GPU; off until
-    // measured).
+    // FP8 products keep their K in one CTA, except decode-sized ones (few output tiles: split-K
+    // fills the GPU; cuBLASLt's reduction schemes add the parts in a fixed order).
+    // DEEPINFER_CUDA_LT_FP8_SPLITK=0 keeps those in one CTA too.
     const bool fp8 = key.kind == static_cast<int>(Kind::Fp8);
     p.ok = heuristic(s, p, fp8 && !(g_fp8_splitk && key.n <= 256), p.algo);
     return p.ok ? &p : nullptr;
