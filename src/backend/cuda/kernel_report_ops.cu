@@ -16,6 +16,7 @@
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/indexer_tc.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/moe.cuh"
 #include "backend/cuda/v41_ops.cuh"
 
 namespace deepinfer::cuda {
@@ -406,6 +407,123 @@ void argmax_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
+// RMSNorm and the mHC sums of squares: the block-per-row kernels sum in another order than the
+// reference body's one thread, so they are held to fp32 rounding (largest |fast − ref| over the
+// largest |ref| ≤ 2e-6), every value written; at the V4 widths (q / kv / hidden / mHC rows) and
+// one not a multiple of 4 (the scalar kernel).
+void norm_checks(Ctx& c, std::vector<KernelCheck>& out) {
+  constexpr double kBar = 2e-6;
+  for (const int64_t dim :
+       {int64_t{512}, int64_t{1024}, int64_t{4096}, int64_t{16384}, int64_t{4098}}) {
+    for (const int64_t n : {int64_t{1}, int64_t{64}}) {
+      DeviceArray<float> x, w, y, ss;
+      x.upload(c.e, normal(c, static_cast<size_t>(n * dim), 2.0f));
+      w.upload(c.e, normal(c, static_cast<size_t>(dim), 1.0f));
+      y.allocate(c.e, static_cast<size_t>(n * dim));
+      ss.allocate(c.e, static_cast<size_t>(n));
+      const auto run = [&] {
+        rms_norm(c.e, x.ptr, n, dim, w.ptr, 1e-6f, y.ptr, true, false);
+        if (!c.e.emulate) sum_squares_fast(c.e, x.ptr, n, dim, ss.ptr);
+      };
+      const auto outputs = [&] {
+        std::vector<float> v = to_host(c, y), t = to_host(c, ss);
+        v.insert(v.end(), t.begin(), t.end());
+        return v;
+      };
+      set_fast_kernels(false);
+      poison(c, y);
+      rms_norm(c.e, x.ptr, n, dim, w.ptr, 1e-6f, y.ptr, true, false);
+      std::vector<float> ref = to_host(c, y);
+      {  // the reference's sum of squares: a host loop over the same values
+        const std::vector<float> hx = to_host(c, x);
+        for (int64_t r = 0; r < n; ++r) {
+          float t = 0.0f;
+          for (int64_t i = 0; i < dim; ++i) t += hx[r * dim + i] * hx[r * dim + i];
+          ref.push_back(t);
+        }
+      }
+      const double ms_ref = time_ms(c, 3, run);
+      set_fast_kernels(true);
+      poison(c, y);
+      poison(c, ss);
+      run();
+      const std::vector<float> fast = outputs();
+      double worst = 0, top = 0;
+      bool ok = c.e.sync().ok() && nans(fast) == 0 && fast.size() == ref.size();
+      for (size_t i = 0; ok && i < ref.size(); ++i) {
+        const bool is_ss = i >= static_cast<size_t>(n * dim);
+        const double scale = is_ss ? std::fabs(ref[i]) : 1.0;
+        worst = std::max(worst, std::fabs(static_cast<double>(fast[i]) - ref[i]) / scale);
+        if (!is_ss) top = std::max(top, static_cast<double>(std::fabs(ref[i])));
+      }
+      const double rel = ok ? worst / std::max(top, 1e-30) : 1.0;
+      const double ms_fast = time_ms(c, 20, run);
+      char line[320];
+      std::snprintf(line, sizeof line,
+                    "rms norm + sum of squares, %5lld wide, %2lld row(s)    fast %8.4f ms  "
+                    "reference %8.4f ms  rel %.2g (bar %.0g)",
+                    static_cast<long long>(dim), static_cast<long long>(n), ms_fast, ms_ref, rel,
+                    kBar);
+      KernelCheck kc;
+      kc.line = line;
+      kc.rel_error = rel;
+      kc.tolerance = kBar;
+      out.push_back(kc);
+    }
+  }
+}
+
+// The MoE routing (moe_route_fast.cu) against the reference's three launches, bitwise: V4-Flash's
+// 256 experts top-6, score + bias ranked (repeated large logits on the softplus cut-off) and
+// hashed.
+void route_checks(Ctx& c, std::vector<KernelCheck>& out) {
+  constexpr int E = 256, K = 6;
+  for (const bool hash : {false, true}) {
+    for (const int64_t n : {int64_t{1}, int64_t{64}}) {
+      std::vector<float> hz = normal(c, static_cast<size_t>(n * E), 2.0f);
+      for (size_t i = 0; i < hz.size(); i += 17) hz[i] = 25.0f + static_cast<float>(i % 3);
+      std::vector<float> hb = normal(c, E, 0.5f);
+      std::vector<int32_t> hid(static_cast<size_t>(n)), htab(static_cast<size_t>(50 * K));
+      for (size_t i = 0; i < hid.size(); ++i) hid[i] = static_cast<int32_t>((i * 7) % 50);
+      for (size_t i = 0; i < htab.size(); ++i) htab[i] = static_cast<int32_t>((i * 37) % E);
+      DeviceArray<float> z, bias, w;
+      DeviceArray<int32_t> ids, tab, idx;
+      z.upload(c.e, hz);
+      bias.upload(c.e, hb);
+      ids.upload(c.e, hid);
+      tab.upload(c.e, htab);
+      w.allocate(c.e, static_cast<size_t>(n * K));
+      idx.allocate(c.e, static_cast<size_t>(n * K));
+      RouteArgs a;
+      a.E = E;
+      a.K = K;
+      a.hash = hash;
+      a.tid2eid = tab.ptr;
+      a.bias = bias.ptr;
+      a.routed_scale = 1.5f;
+      check(
+          c, out,
+          std::string("moe route ") + (hash ? "hash" : "top-6 of 256") + ", " + std::to_string(n) +
+              " row(s)",
+          [&](bool, bool reset) {
+            if (reset) {
+              c.e.to_device(z.ptr, hz.data(), z.bytes());
+              poison(c, w);
+              poison(c, idx);
+            }
+            moe_route(c.e, a, ids.ptr, n, z.ptr, idx.ptr, w.ptr);
+          },
+          [&] {
+            std::vector<float> v = to_host(c, z), t = to_host(c, w);
+            const std::vector<int32_t> i = to_host(c, idx);
+            v.insert(v.end(), t.begin(), t.end());
+            v.insert(v.end(), i.begin(), i.end());
+            return v;
+          });
+    }
+  }
+}
+
 void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
                 std::initializer_list<int64_t> ns) {
   const int H = sh.H, D = sh.D, R = sh.rope;
@@ -506,6 +624,8 @@ std::vector<KernelCheck> op_kernel_report() {
     indexer_checks(c, out, flash, t, {1, t.n()});
     row_checks(c, out, flash, {1, 16});
     argmax_checks(c, out);
+    norm_checks(c, out);
+    route_checks(c, out);
     // Long contexts for the radix-select top-k: 16,384 and 10,000 visible entries, exactly 512
     // (k = visible) and 513; the slots 1 and 3 again with every score tied.
     const Shape flash_long{"flash 64k", 64, 512, 64, 128, 512, 16384, 40, 64, 128, 4, 4096, 20};

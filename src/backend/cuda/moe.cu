@@ -6,6 +6,10 @@ namespace deepinfer::cuda {
 void moe_route(Exec& e, const RouteArgs& args, const int32_t* ids, int64_t n, float* logits,
                int32_t* idx, float* weights) {
   const RouteArgs a = args;
+  if (!e.emulate && moe_route_fast_supported(a)) {
+    moe_route_fast(e, a, ids, n, logits, idx, weights);
+    return;
+  }
   const int E = a.E, K = a.K;
   if (a.scoring == Scoring::Softmax) {
     e.each(n, [=] DI_HD(int64_t r) {

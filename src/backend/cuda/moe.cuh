@@ -22,6 +22,11 @@ struct RouteArgs {
 // logits [n, E] → scores in place; idx [n, K], weights [n, K].
 void moe_route(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, float* logits,
                int32_t* idx, float* weights);
+// The same as one block per row (moe_route_fast.cu), same bits; moe_route takes it on the device
+// where supported (not softmax scoring, E ≤ 1,024; DEEPINFER_CUDA_ROUTE_FUSED=0 off).
+bool moe_route_fast_supported(const RouteArgs& a);
+void moe_route_fast(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, float* logits,
+                    int32_t* idx, float* weights);
 
 // h1 ← silu(min(h1, L)) · clamp(h3, −L, L) (L ≤ 0: no clamp), times row_w[row] when given;
 // bf16-rounded when official. Rows of `inter`.
