@@ -179,12 +179,13 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr);
     // u and xn bf16-rounded (official) inside the norm's launch; xn quantized once for its
     // products where they are GEMV passes (the cuBLASLt ones take xn as it is).
-    rms_norm(exec, u.ptr, n, d, half == 0 ? B.attn_norm : B.ffn_norm, eps, xn.ptr, official,
-             official);
+    const float* norm = half == 0 ? B.attn_norm : B.ffn_norm;
     xn_q = nullptr;
     if (official && !exec.emulate && fast_kernels() && n <= gemv_max_rows() && !batch_invariant()) {
-      fp8_quant_rows_from(exec, xn.ptr, d, n, d, 128, xnq.ptr);
+      rms_norm_quant(exec, u.ptr, n, d, norm, eps, xn.ptr, true, true, xnq.ptr);
       xn_q = xnq.ptr;
+    } else {
+      rms_norm(exec, u.ptr, n, d, norm, eps, xn.ptr, official, official);
     }
     if (half == 0) {
       attention_sublayer(layer, rows, segs, entries);
@@ -245,8 +246,15 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   }
   if (count > 0) gemv_split_row_group(exec, group_x, d, n, jobs, count);
 
-  rms_norm(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, official);
-  linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr);
+  // qr quantized for wq_b's GEMV pass in the norm's launch (where linear() would quantize it).
+  if (official && B.wq_b.quantized() && B.wq_b.quantize_input && !exec.emulate && fast_kernels() &&
+      n <= gemv_max_rows() && !batch_invariant()) {
+    rms_norm_quant(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, true, xq.ptr);
+    linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr, xq.ptr);
+  } else {
+    rms_norm(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, official);
+    linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr);
+  }
   if (official) {
     q_head_norm_official(exec, q.ptr, n * H, D, eps);
   } else {
@@ -309,7 +317,8 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   if (official) round_bf16(exec, o.ptr, n * H * D);
   const int G = c.o_groups, olr = c.o_lora_rank;
   const int64_t gw = int64_t{H} * D / G;
-  // The grouped wo_a (on unless DEEPINFER_CUDA_GROUP_WO_A=0): its G split-row products in one launch.
+  // The grouped wo_a (on unless DEEPINFER_CUDA_GROUP_WO_A=0): its G split-row products in one
+  // launch.
   DevWeight wg[kMaxGemvJobs];
   bool group = may_group && group_wo_a() && G <= kMaxGemvJobs;
   for (int g = 0; group && g < G; ++g) {

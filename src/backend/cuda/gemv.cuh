@@ -51,6 +51,10 @@ namespace deepinfer::cuda {
 // bodies when emulated): RMSNorm, the sum of squares of mHC rows, argmax.
 void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
                    float* y, bool round_in, bool round_out);
+// The same, and yq = y's FP8 fake-quantized copy in 128-value blocks (fp8_quant_rows_from_fast's
+// bits) in the same launch where a row is ≤ 4,096 wide and a multiple of 128.
+void rms_norm_quant_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w,
+                         float eps, float* y, bool round_in, bool round_out, float* yq);
 // ss[r] = Σ x[r, :]² over `width` values.
 void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss);
 void argmax_fast(Exec& e, const float* x, int64_t rows, int64_t V, int32_t* out);

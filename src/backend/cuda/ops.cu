@@ -172,6 +172,16 @@ void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w
   });
 }
 
+void rms_norm_quant(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
+                    float* y, bool round_in, bool round_out, float* yq) {
+  if (!e.emulate && fast_kernels() && dim >= 256) {
+    rms_norm_quant_fast(e, x, rows, dim, w, eps, y, round_in, round_out, yq);
+    return;
+  }
+  rms_norm(e, x, rows, dim, w, eps, y, round_in, round_out);
+  fp8_quant_rows_from(e, y, dim, rows, dim, 128, yq);
+}
+
 void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps) {
   if (!e.emulate && fast_kernels() && fast_ops() && head_dim <= 2048) {
     q_head_norm_official_fast(e, q, rows, head_dim, eps);

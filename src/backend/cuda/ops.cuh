@@ -51,6 +51,10 @@ void scale_values(Exec& e, float* x, int64_t n, float s);
 // official numerics' round_bf16 before and after, in the same launch.
 void rms_norm(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
               float* y, bool round_in = false, bool round_out = false);
+// rms_norm, and yq = y's FP8 fake-quantized copy in 128-value blocks (fp8_quant_rows_from), in one
+// launch on the device where the row allows it.
+void rms_norm_quant(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w, float eps,
+                    float* y, bool round_in, bool round_out, float* yq);
 // Official per-head q norm with bf16 tensor ops (rows of head_dim).
 void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
 

@@ -90,9 +90,12 @@ __device__ __forceinline__ float load_row4(const float4* xr, int64_t n4, bool ro
   return ss;
 }
 
+// kQuant: yq also gets y's FP8 fake-quantized copy, 128-value blocks (fp8_quant_kernel's rounding
+// of the same values); needs one float4 a thread, so that a warp holds one block.
+template <bool kQuant>
 __global__ void __launch_bounds__(1024)
     rms_norm_vec_kernel(const float* x, int64_t dim, const float* w, float eps, float* y,
-                        bool round_in, bool round_out) {
+                        bool round_in, bool round_out, float* yq) {
   pdl_begin();
   __shared__ float sh[33];
   const int64_t n4 = dim / 4;
@@ -104,7 +107,7 @@ __global__ void __launch_bounds__(1024)
   float4* yr = reinterpret_cast<float4*>(y + blockIdx.x * dim);
   const float4* w4 = reinterpret_cast<const float4*>(w);
 #pragma unroll
-  for (int k = 0; k < kVecMax; ++k) {
+  for (int k = 0; k < (kQuant ? 1 : kVecMax); ++k) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (i >= n4) break;
     float4 o = make_float4(v[k].x * s, v[k].y * s, v[k].z * s, v[k].w * s);
@@ -114,6 +117,16 @@ __global__ void __launch_bounds__(1024)
     }
     if (round_out) o = make_float4(bf16r(o.x), bf16r(o.y), bf16r(o.z), bf16r(o.w));
     yr[i] = o;
+    if constexpr (kQuant) {
+      float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1)
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+      const float q = fp8_act_scale(amax);
+      reinterpret_cast<float4*>(yq + blockIdx.x * dim)[i] =
+          make_float4(bf16r(round_e4m3(o.x / q) * q), bf16r(round_e4m3(o.y / q) * q),
+                      bf16r(round_e4m3(o.z / q) * q), bf16r(round_e4m3(o.w / q) * q));
+    }
   }
 }
 
@@ -329,14 +342,28 @@ void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const flo
   // Rows are independent and y is written after the whole row is read, so x == y is fine (the
   // row's dim and alignment of x, y and w alone pick the kernel).
   if (const int t = vec_threads(x, y, w, dim); t > 0 && (dim / 4 + t - 1) / t <= kVecMax) {
-    e.launch(rms_norm_vec_kernel, static_cast<unsigned>(rows), t, 0, x, dim, w, eps, y, round_in,
-             round_out);
+    e.launch(rms_norm_vec_kernel<false>, static_cast<unsigned>(rows), t, 0, x, dim, w, eps, y,
+             round_in, round_out, static_cast<float*>(nullptr));
     e.note(cudaGetLastError());
     return;
   }
   e.launch(rms_norm_kernel, static_cast<unsigned>(rows), kThreads, 0, x, dim, w, eps, y, round_in,
            round_out);
   e.note(cudaGetLastError());
+}
+
+void rms_norm_quant_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w,
+                         float eps, float* y, bool round_in, bool round_out, float* yq) {
+  if (rows <= 0) return;
+  if (const int t = vec_threads(x, y, w, dim);
+      t > 0 && t * 4 == dim && dim % 128 == 0 && (reinterpret_cast<uintptr_t>(yq) & 15) == 0) {
+    e.launch(rms_norm_vec_kernel<true>, static_cast<unsigned>(rows), t, 0, x, dim, w, eps, y,
+             round_in, round_out, yq);
+    e.note(cudaGetLastError());
+    return;
+  }
+  rms_norm_fast(e, x, rows, dim, w, eps, y, round_in, round_out);
+  fp8_quant_rows_from_fast(e, y, dim, rows, dim, 128, yq);
 }
 
 void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss) {
