@@ -409,10 +409,11 @@ void argmax_checks(Ctx& c, std::vector<KernelCheck>& out) {
 
 // RMSNorm and the mHC sums of squares: the block-per-row kernels sum in another order than the
 // reference body's one thread, so they are held to fp32 rounding (largest |fast − ref| over the
-// largest |ref| ≤ 2e-6), every value written; at the V4 widths (q / kv / hidden / mHC rows) and
-// one not a multiple of 4 (the scalar kernel).
+// largest |ref| ≤ 2e-5: the serial sum's own rounding is ~√n · 2⁻²⁴ ≈ 8e-6 at 16,384 values;
+// measured ≤ 3.9e-6 on the H200), every value written; at the V4 widths (q / kv / hidden / mHC
+// rows) and one not a multiple of 4 (the scalar kernel).
 void norm_checks(Ctx& c, std::vector<KernelCheck>& out) {
-  constexpr double kBar = 2e-6;
+  constexpr double kBar = 2e-5;
   for (const int64_t dim :
        {int64_t{512}, int64_t{1024}, int64_t{4096}, int64_t{16384}, int64_t{4098}}) {
     for (const int64_t n : {int64_t{1}, int64_t{64}}) {
