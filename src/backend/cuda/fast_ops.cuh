@@ -69,4 +69,13 @@ bool hc_pre_fast_supported(int hc);
 void hc_pre_rows_fast(Exec& e, const HcParams& p, const float* mix, const float* row_ss, int64_t n,
                       float* pre, float* post, float* comb);
 
+// hc_pre followed by rms_norm (or rms_norm_quant where xnq is given) of its u into xn, as one
+// launch after the sums of squares (mhc_pre_fused.cu), the same bits; false (nothing launched)
+// where it does not apply: not hc = 4 rows of a multiple of 128 in 256 … 4,096, the fast kernels
+// off, unaligned rows, no row_ss scratch (DEEPINFER_CUDA_HC_PRE_NORM=0 never).
+bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n,
+                       float* pre, float* post, float* comb, float* u, float* row_ss,
+                       const float* norm_w, float eps, float* xn, bool round_in, bool round_out,
+                       float* xnq);
+
 }  // namespace deepinfer::cuda

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/cuda/device_model.cuh"
+#include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/gemv_group.cuh"
 
@@ -176,16 +177,21 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     HcParams hp{c.hc_mult, c.hc_sinkhorn_iters, d, static_cast<float>(c.hc_eps), eps, H.base,
                 H.scale};
     linear(exec, X.ptr, hc * d, n, H.fn, mix.ptr, mixw, official, xq.ptr);
-    hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr);
     // u and xn bf16-rounded (official) inside the norm's launch; xn quantized once for its
-    // products where they are GEMV passes (the cuBLASLt ones take xn as it is).
+    // products where they are GEMV passes (the cuBLASLt ones take xn as it is); all of it one
+    // launch after the sums of squares where hc_pre_norm_fused applies.
     const float* norm = half == 0 ? B.attn_norm : B.ffn_norm;
-    xn_q = nullptr;
-    if (official && !exec.emulate && fast_kernels() && n <= gemv_max_rows() && !batch_invariant()) {
-      rms_norm_quant(exec, u.ptr, n, d, norm, eps, xn.ptr, true, true, xnq.ptr);
-      xn_q = xnq.ptr;
-    } else {
-      rms_norm(exec, u.ptr, n, d, norm, eps, xn.ptr, official, official);
+    const bool want_q =
+        official && !exec.emulate && fast_kernels() && n <= gemv_max_rows() && !batch_invariant();
+    xn_q = want_q ? xnq.ptr : nullptr;
+    if (!hc_pre_norm_fused(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr,
+                           norm, eps, xn.ptr, official, official, want_q ? xnq.ptr : nullptr)) {
+      hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr);
+      if (want_q) {
+        rms_norm_quant(exec, u.ptr, n, d, norm, eps, xn.ptr, true, true, xnq.ptr);
+      } else {
+        rms_norm(exec, u.ptr, n, d, norm, eps, xn.ptr, official, official);
+      }
     }
     if (half == 0) {
       attention_sublayer(layer, rows, segs, entries);

@@ -543,6 +543,66 @@ void route_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
+// The fused mHC pre + RMSNorm (+ FP8 copy) of mhc_pre_fused.cu against hc_pre, then
+// rms_norm_quant, both on the fast kernels: bitwise, at V4-Flash's hc 4 × 4096.
+void hc_pre_norm_checks(Ctx& c, std::vector<KernelCheck>& out) {
+  constexpr int hc = 4;
+  constexpr int64_t d = 4096;
+  for (const int64_t n : {int64_t{1}, int64_t{16}}) {
+    DeviceArray<float> X, mix, base, scale, w, ss, pre, post, comb, u, xn, xnq;
+    X.upload(c.e, normal(c, static_cast<size_t>(n * hc * d), 1.0f));
+    mix.upload(c.e, normal(c, static_cast<size_t>(n * (2 + hc) * hc), 40.0f));
+    base.upload(c.e, normal(c, static_cast<size_t>((2 + hc) * hc)));
+    scale.upload(c.e, normal(c, 3, 0.05f));
+    w.upload(c.e, normal(c, static_cast<size_t>(d), 1.0f));
+    ss.allocate(c.e, static_cast<size_t>(n));
+    pre.allocate(c.e, static_cast<size_t>(n * hc));
+    post.allocate(c.e, static_cast<size_t>(n * hc));
+    comb.allocate(c.e, static_cast<size_t>(n * hc * hc));
+    for (auto* a : {&u, &xn, &xnq}) a->allocate(c.e, static_cast<size_t>(n * d));
+    const HcParams p{hc, 20, d, 1e-6f, 1e-6f, base.ptr, scale.ptr};
+    const auto outputs = [&] {
+      std::vector<float> v;
+      for (auto* a : {&pre, &post, &comb, &u, &xn, &xnq}) {
+        const std::vector<float> h = to_host(c, *a);
+        v.insert(v.end(), h.begin(), h.end());
+      }
+      return v;
+    };
+    const auto poison_all = [&] {
+      for (auto* a : {&pre, &post, &comb, &u, &xn, &xnq}) poison(c, *a);
+    };
+    const auto separate = [&] {
+      hc_pre(c.e, p, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, ss.ptr);
+      rms_norm_quant(c.e, u.ptr, n, d, w.ptr, 1e-6f, xn.ptr, true, true, xnq.ptr);
+    };
+    bool fused = false;
+    const auto together = [&] {
+      fused = hc_pre_norm_fused(c.e, p, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr,
+                                ss.ptr, w.ptr, 1e-6f, xn.ptr, true, true, xnq.ptr);
+    };
+    poison_all();
+    separate();
+    const std::vector<float> ref = outputs();
+    poison_all();
+    together();
+    const std::vector<float> got = outputs();
+    int64_t differ = c.e.sync().ok() && fused && nans(ref) == 0 ? differing(ref, got) : -1;
+    const double ms_sep = time_ms(c, 20, separate), ms_fused = time_ms(c, 20, together);
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "mHC pre + RMSNorm + FP8 copy fused, %2lld row(s)     fused %8.4f ms  separate "
+                  "%8.4f ms  %lld of %zu values differ",
+                  static_cast<long long>(n), ms_fused, ms_sep, static_cast<long long>(differ),
+                  ref.size());
+    KernelCheck kc;
+    kc.line = line;
+    kc.rel_error = differ != 0 ? 1.0 : 0.0;
+    kc.tolerance = 0;
+    out.push_back(kc);
+  }
+}
+
 void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
                 std::initializer_list<int64_t> ns) {
   const int H = sh.H, D = sh.D, R = sh.rope;
@@ -645,6 +705,7 @@ std::vector<KernelCheck> op_kernel_report() {
     argmax_checks(c, out);
     norm_checks(c, out);
     route_checks(c, out);
+    hc_pre_norm_checks(c, out);
     // Long contexts for the radix-select top-k: 16,384 and 10,000 visible entries, exactly 512
     // (k = visible) and 513; the slots 1 and 3 again with every score tied.
     const Shape flash_long{"flash 64k", 64, 512, 64, 128, 512, 16384, 40, 64, 128, 4, 4096, 20};

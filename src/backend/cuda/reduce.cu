@@ -3,6 +3,7 @@
 #include <cooperative_groups.h>
 
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/row_reduce.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -50,84 +51,19 @@ __global__ void rms_norm_kernel(const float* x, int64_t dim, const float* w, flo
   }
 }
 
-// The same reductions for rows of 16-byte-aligned float4s (dim % 4 == 0, dim ≤ 16 × 1024): a block
-// of up to 1,024 threads per row, each holding its ≤ 4 float4s in registers, so all of a row's
-// loads are in flight at once and y is written without re-reading x (a batch-1 decode's RMSNorm was
-// a 7 µs walk of 256 threads). The thread count depends on dim alone: a row's sum order does not
-// depend on the launch's row count (batch-invariant).
-constexpr int kVecMax = 4;
-
-__device__ __forceinline__ float block_sum_any(float v, float* shared) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    float t = lane < warps ? shared[lane] : 0.0f;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) t += __shfl_xor_sync(0xffffffffu, t, off);
-    if (lane == 0) shared[32] = t;
-  }
-  __syncthreads();
-  return shared[32];
-}
-
-// Loads a thread's float4s of row xr (n4 of them, stride blockDim.x), bf16-rounded when asked, and
-// returns its sum of squares in load order.
-__device__ __forceinline__ float load_row4(const float4* xr, int64_t n4, bool round_in,
-                                           float4 (&v)[kVecMax]) {
-  float ss = 0.0f;
-#pragma unroll
-  for (int k = 0; k < kVecMax; ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    v[k] = i < n4 ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (round_in) v[k] = make_float4(bf16r(v[k].x), bf16r(v[k].y), bf16r(v[k].z), bf16r(v[k].w));
-  }
-#pragma unroll
-  for (int k = 0; k < kVecMax; ++k)
-    ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
-  return ss;
-}
-
-// kQuant: yq also gets y's FP8 fake-quantized copy, 128-value blocks (fp8_quant_kernel's rounding
-// of the same values); needs one float4 a thread, so that a warp holds one block.
+// The float4 row kernels (row_reduce.cuh; a batch-1 decode's RMSNorm was a 7 µs walk of 256
+// threads). kQuant: yq also gets y's FP8 copy (norm_row4).
 template <bool kQuant>
 __global__ void __launch_bounds__(1024)
     rms_norm_vec_kernel(const float* x, int64_t dim, const float* w, float eps, float* y,
                         bool round_in, bool round_out, float* yq) {
   pdl_begin();
   __shared__ float sh[33];
-  const int64_t n4 = dim / 4;
   float4 v[kVecMax];
-  const float ss = block_sum_any(
-      load_row4(reinterpret_cast<const float4*>(x + blockIdx.x * dim), n4, round_in, v),
-      sh);  // its barriers: every read of x (maybe y) is done
-  const float s = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
-  float4* yr = reinterpret_cast<float4*>(y + blockIdx.x * dim);
-  const float4* w4 = reinterpret_cast<const float4*>(w);
-#pragma unroll
-  for (int k = 0; k < (kQuant ? 1 : kVecMax); ++k) {
-    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
-    if (i >= n4) break;
-    float4 o = make_float4(v[k].x * s, v[k].y * s, v[k].z * s, v[k].w * s);
-    if (w) {
-      const float4 g = w4[i];
-      o = make_float4(g.x * o.x, g.y * o.y, g.z * o.z, g.w * o.w);
-    }
-    if (round_out) o = make_float4(bf16r(o.x), bf16r(o.y), bf16r(o.z), bf16r(o.w));
-    yr[i] = o;
-    if constexpr (kQuant) {
-      float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1)
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-      const float q = fp8_act_scale(amax);
-      reinterpret_cast<float4*>(yq + blockIdx.x * dim)[i] =
-          make_float4(bf16r(round_e4m3(o.x / q) * q), bf16r(round_e4m3(o.y / q) * q),
-                      bf16r(round_e4m3(o.z / q) * q), bf16r(round_e4m3(o.w / q) * q));
-    }
-  }
+  load_row4(reinterpret_cast<const float4*>(x + blockIdx.x * dim), dim / 4, round_in, v);
+  // norm_row4's first barrier: every read of x (maybe y) is done before y is written.
+  norm_row4<kQuant>(v, dim, w, eps, reinterpret_cast<float4*>(y + blockIdx.x * dim), round_out,
+                    reinterpret_cast<float4*>(yq + (kQuant ? blockIdx.x * dim : 0)), sh);
 }
 
 __global__ void __launch_bounds__(1024)
@@ -135,8 +71,8 @@ __global__ void __launch_bounds__(1024)
   pdl_begin();
   __shared__ float sh[33];
   float4 v[kVecMax];
-  const float t = block_sum_any(
-      load_row4(reinterpret_cast<const float4*>(x + blockIdx.x * width), width / 4, false, v), sh);
+  load_row4(reinterpret_cast<const float4*>(x + blockIdx.x * width), width / 4, false, v);
+  const float t = block_sum_any(squares4(v), sh);
   if (threadIdx.x == 0) ss[blockIdx.x] = t;
 }
 

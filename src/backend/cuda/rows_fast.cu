@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/cuda/fast_ops.cuh"
+#include "backend/cuda/mhc_rows.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -116,51 +117,14 @@ __global__ void indexer_rows_kernel(float* x, int64_t rows, float scale) {
   for (int i = 0; i < P; ++i) v[i] = bf16r(round_e2m1(q[i] / s) * s);
 }
 
-__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-// A warp per row: lane l < hc·hc holds comb[l / hc][l % hc] (the other lanes mirror lane 0), and
-// every row or column sum gathers its hc values by shuffles and adds them in the reference's order.
 template <int HC>
 __global__ void hc_pre_rows_kernel(const HcParams q, const float* __restrict__ mix,
                                    const float* __restrict__ row_ss, int64_t n, float* pre,
                                    float* post, float* comb) {
   pdl_begin();
   const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
   if (t >= n) return;  // uniform across the warp
-  constexpr unsigned kAll = 0xffffffffu;
-  constexpr int mixw = (2 + HC) * HC;
-  const float width = static_cast<float>(HC * q.d);
-  const float rs = 1.0f / sqrtf(row_ss[t] / width + q.rms_eps);
-  const float* mt = mix + t * mixw;
-  const float eps = q.hc_eps;
-  if (lane < HC) {
-    pre[t * HC + lane] = sigmoid(mt[lane] * rs * q.scale[0] + q.base[lane]) + eps;
-    post[t * HC + lane] = 2.0f * sigmoid(mt[HC + lane] * rs * q.scale[1] + q.base[HC + lane]);
-  }
-  const int l = lane < HC * HC ? lane : 0, i = l / HC, j = l % HC;
-  float c = mt[2 * HC + l] * rs * q.scale[2] + q.base[2 * HC + l];
-  float mx = -INFINITY;
-#pragma unroll
-  for (int jj = 0; jj < HC; ++jj) mx = fmaxf(mx, __shfl_sync(kAll, c, i * HC + jj));
-  c = expf(c - mx);
-  float sum = 0.0f;
-#pragma unroll
-  for (int jj = 0; jj < HC; ++jj) sum += __shfl_sync(kAll, c, i * HC + jj);
-  c = c / sum + eps;
-  for (int it = 0; it < q.sinkhorn_iters; ++it) {
-    if (it > 0) {  // row normalisation
-      float s = 0.0f;
-#pragma unroll
-      for (int jj = 0; jj < HC; ++jj) s += __shfl_sync(kAll, c, i * HC + jj);
-      c /= (s + eps);
-    }
-    float s = 0.0f;  // column normalisation
-#pragma unroll
-    for (int ii = 0; ii < HC; ++ii) s += __shfl_sync(kAll, c, ii * HC + j);
-    c /= (s + eps);
-  }
-  if (lane < HC * HC) comb[t * HC * HC + lane] = c;
+  hc_pre_row<HC>(q, mix, row_ss, t, static_cast<int>(threadIdx.x % 32), pre, post, comb);
 }
 
 }  // namespace
