@@ -57,6 +57,10 @@ void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int
 
 // q_head_norm_official(): a warp per head row (the sum of squares still in row order).
 void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
+// The same with the rows' RoPE in the launch (q_head_norm_rope_official); false (nothing launched)
+// where the rotated part does not start on a warp boundary (DEEPINFER_CUDA_Q_NORM_ROPE=0 never).
+bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
+                           const RopeRows& rope_rows);
 // kv_rows_official(): a block per row, a warp per FP8 block of 64.
 void kv_rows_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim);
 // indexer_rows_official(): a warp per row (dim 32, 64, 128 or 256), the Hadamard butterflies across

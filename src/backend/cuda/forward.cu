@@ -262,12 +262,12 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr);
   }
   if (official) {
-    q_head_norm_official(exec, q.ptr, n * H, D, eps);
+    q_head_norm_rope_official(exec, q.ptr, n * H, D, eps, RopeRows{inv, af, rows.pos, H, pairs});
   } else {
     rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
+    rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
   }
   rms_norm(exec, kv.ptr, n, D, B.kv_norm, eps, kv.ptr, false, official);
-  rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
   rope(exec, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
   if (official) kv_rows_official(exec, kv.ptr, n, D, R);
 

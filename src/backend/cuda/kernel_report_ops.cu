@@ -617,6 +617,25 @@ void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
           q_head_norm_official(c.e, q.ptr, n * H, D, 1e-6f);
         },
         [&] { return to_host(c, q); });
+    {  // the same with the rows' RoPE in the launch, against the norm then rope()
+      std::vector<float> hinv(static_cast<size_t>(R / 2));
+      for (size_t i = 0; i < hinv.size(); ++i)
+        hinv[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(R));
+      std::vector<int32_t> hpos(static_cast<size_t>(n));
+      for (size_t i = 0; i < hpos.size(); ++i) hpos[i] = static_cast<int32_t>(4095 - 37 * i);
+      DeviceArray<float> inv;
+      DeviceArray<int32_t> pos;
+      inv.upload(c.e, hinv);
+      pos.upload(c.e, hpos);
+      const RopeRows rr{inv.ptr, 1.25f, pos.ptr, H, R / 2};
+      check(
+          c, out, sh.name + " q head norm + rope official, " + std::to_string(n) + " token(s)",
+          [&](bool, bool reset) {
+            if (reset) c.e.to_device(q.ptr, hq.data(), q.bytes());
+            q_head_norm_rope_official(c.e, q.ptr, n * H, D, 1e-6f, rr);
+          },
+          [&] { return to_host(c, q); });
+    }
     const std::vector<float> hkv = normal(c, static_cast<size_t>(n * D), 2.0f);
     DeviceArray<float> kv;
     kv.upload(c.e, hkv);

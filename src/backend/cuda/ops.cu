@@ -182,6 +182,16 @@ void rms_norm_quant(Exec& e, const float* x, int64_t rows, int64_t dim, const fl
   fp8_quant_rows_from(e, y, dim, rows, dim, 128, yq);
 }
 
+void q_head_norm_rope_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
+                               const RopeRows& rr) {
+  if (!e.emulate && fast_kernels() && fast_ops() && head_dim <= 2048 &&
+      q_head_norm_rope_fast(e, q, rows, head_dim, eps, rr))
+    return;
+  q_head_norm_official(e, q, rows, head_dim, eps);
+  rope(e, q, rows / rr.per_row, rr.per_row, static_cast<int>(head_dim), rr.pairs, rr.inv_freq,
+       rr.attention_factor, rr.pos, false);
+}
+
 void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps) {
   if (!e.emulate && fast_kernels() && fast_ops() && head_dim <= 2048) {
     q_head_norm_official_fast(e, q, rows, head_dim, eps);

@@ -57,6 +57,17 @@ void rms_norm_quant(Exec& e, const float* x, int64_t rows, int64_t dim, const fl
                     float* y, bool round_in, bool round_out, float* yq);
 // Official per-head q norm with bf16 tensor ops (rows of head_dim).
 void q_head_norm_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
+// RoPE of rows of per_row vectors (rope()'s arguments): pos[r] for the r-th row.
+struct RopeRows {
+  const float* inv_freq = nullptr;
+  float attention_factor = 1.0f;
+  const int32_t* pos = nullptr;
+  int per_row = 1, pairs = 0;
+};
+// q_head_norm_official, then rope(q, n, per_row, head_dim, …) over its rows (rows = n · per_row):
+// on the device one launch with the same bits.
+void q_head_norm_rope_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
+                               const RopeRows& rope_rows);
 
 // Interleaved RoPE on the last 2·pairs dims of each `width`-wide vector, `per_row` vectors a row,
 // at the row's position pos[r] (inverse: the rotation by −φ).

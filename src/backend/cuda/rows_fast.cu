@@ -14,7 +14,7 @@ namespace {
 constexpr int kNormWarps = 4;
 
 __global__ void __launch_bounds__(kNormWarps * 32)
-    q_head_norm_kernel(float* q, int64_t rows, int64_t head_dim, float eps) {
+    q_head_norm_kernel(float* q, int64_t rows, int64_t head_dim, float eps, const RopeRows rr) {
   pdl_begin();
   extern __shared__ float squares[];  // [kNormWarps][head_dim]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -39,8 +39,28 @@ __global__ void __launch_bounds__(kNormWarps * 32)
     rs = bf16r(1.0f / sqrtf(t));
   }
   rs = __shfl_sync(0xffffffffu, rs, 0);
+  // rr.pairs > 0: rope()'s rotation of the last 2 · pairs values, which start on a warp boundary,
+  // so a pair sits in lanes 2p, 2p + 1 of one step and its partner comes by a shuffle.
+  const int64_t rot0 = head_dim - 2 * rr.pairs;
 #pragma unroll 4
-  for (int64_t i = lane; i < head_dim; i += 32) v[i] = bf16r(v[i] * rs);
+  for (int64_t i = lane; i < head_dim; i += 32) {
+    float x = bf16r(v[i] * rs);
+    if (rr.pairs > 0 && i >= rot0) {  // uniform across the warp
+      const float other = __shfl_xor_sync(0xffffffffu, x, 1);
+      const int64_t pr = (i - rot0) / 2;
+      const float phi = rr.inv_freq[pr] * static_cast<float>(rr.pos[r / rr.per_row]);
+      const float c = cosf(phi) * rr.attention_factor;
+      const float s = sinf(phi) * rr.attention_factor;
+      if (i % 2 == 0) {
+        const float a = x, b = other;
+        x = a * c - b * s;
+      } else {
+        const float a = other, b = x;
+        x = b * c + a * s;
+      }
+    }
+    v[i] = x;
+  }
 }
 
 constexpr int kKvThreads = 256, kKvBlock = 64;
@@ -138,8 +158,22 @@ void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim
   if (rows <= 0) return;
   const unsigned blocks = static_cast<unsigned>((rows + kNormWarps - 1) / kNormWarps);
   const size_t shared = static_cast<size_t>(kNormWarps * head_dim) * sizeof(float);
-  e.launch(q_head_norm_kernel, blocks, kNormWarps * 32, shared, q, rows, head_dim, eps);
+  e.launch(q_head_norm_kernel, blocks, kNormWarps * 32, shared, q, rows, head_dim, eps, RopeRows{});
   e.note(cudaGetLastError());
+}
+
+bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
+                           const RopeRows& rr) {
+  static const bool on = env_switch("DEEPINFER_CUDA_Q_NORM_ROPE", true);
+  if (!on || rr.pairs <= 0 || head_dim % 32 != 0 || (head_dim - 2 * rr.pairs) % 32 != 0 ||
+      2 * rr.pairs > head_dim || rr.per_row <= 0)
+    return false;
+  if (rows <= 0) return true;
+  const unsigned blocks = static_cast<unsigned>((rows + kNormWarps - 1) / kNormWarps);
+  const size_t shared = static_cast<size_t>(kNormWarps * head_dim) * sizeof(float);
+  e.launch(q_head_norm_kernel, blocks, kNormWarps * 32, shared, q, rows, head_dim, eps, rr);
+  e.note(cudaGetLastError());
+  return true;
 }
 
 void kv_rows_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim) {
