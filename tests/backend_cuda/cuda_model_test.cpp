@@ -468,5 +468,12 @@ TEST(CudaKernels, FastOpsEqualTheReferenceBodies) {
   expect_within_tolerance(checks);
 }
 
+TEST(CudaKernels, FusedRowKernelsEqualWhatTheyReplace) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = fused_kernel_report();
+  EXPECT_GE(checks.size(), 18u);
+  expect_within_tolerance(checks);
+}
+
 }  // namespace
 }  // namespace deepinfer::cuda

@@ -59,6 +59,11 @@ void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int
 void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
 // The same with the rows' RoPE in the launch (q_head_norm_rope_official); false (nothing launched)
 // where the rotated part does not start on a warp boundary (DEEPINFER_CUDA_Q_NORM_ROPE=0 never).
+// rms_norm(kv, w, official rounding) → rope() → kv_rows_official in one launch
+// (kv_norm_rope_official), the same bits; false where the row does not fit one float4 a thread
+// (DEEPINFER_CUDA_KV_NORM_ROPE=0 never).
+bool kv_norm_rope_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim,
+                                const float* w, float eps, const RopeRows& rope_rows);
 bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
                            const RopeRows& rope_rows);
 // kv_rows_official(): a block per row, a warp per FP8 block of 64.

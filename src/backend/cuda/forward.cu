@@ -267,9 +267,13 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
     rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
   }
-  rms_norm(exec, kv.ptr, n, D, B.kv_norm, eps, kv.ptr, false, official);
-  rope(exec, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
-  if (official) kv_rows_official(exec, kv.ptr, n, D, R);
+  if (official) {
+    kv_norm_rope_official(exec, kv.ptr, n, D, R, B.kv_norm, eps,
+                          RopeRows{inv, af, rows.pos, 1, pairs});
+  } else {
+    rms_norm(exec, kv.ptr, n, D, B.kv_norm, eps, kv.ptr);
+    rope(exec, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
+  }
 
   const int ipairs = std::min(R, std::max(ihd, 0)) / 2;
   if (B.has_compressor) {

@@ -19,6 +19,10 @@ std::vector<KernelCheck> kernel_report();
 // The same for the fast attention, indexer and per-row kernels (fast_ops.cuh): bitwise equality
 // with the reference bodies (tolerance 0) and the time of each.
 std::vector<KernelCheck> op_kernel_report();
+// The fused per-row kernels of a decode step (kernel_report_fused.cu): the float4 RMSNorm / sums
+// of squares within fp32 rounding of the reference bodies, the fused routing, mHC pre + norm and
+// KV row kernels bitwise equal to what they replace.
+std::vector<KernelCheck> fused_kernel_report();
 // The cuBLASLt products (FP8 128×128 blocks, bf16) on the V4-Flash slice's projection shapes at
 // 512 and 8192 rows: against the reference bodies and their TFLOP/s; and, batch-invariant, a
 // row's bits alone and inside batches of 3, 70 and 512 rows (tolerance 0).

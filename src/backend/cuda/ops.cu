@@ -182,6 +182,16 @@ void rms_norm_quant(Exec& e, const float* x, int64_t rows, int64_t dim, const fl
   fp8_quant_rows_from(e, y, dim, rows, dim, 128, yq);
 }
 
+void kv_norm_rope_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim,
+                           const float* w, float eps, const RopeRows& rr) {
+  if (!e.emulate && fast_kernels() && fast_ops() &&
+      kv_norm_rope_official_fast(e, kv, rows, head_dim, rope_dim, w, eps, rr))
+    return;
+  rms_norm(e, kv, rows, head_dim, w, eps, kv, false, true);
+  rope(e, kv, rows, 1, head_dim, rr.pairs, rr.inv_freq, rr.attention_factor, rr.pos, false);
+  kv_rows_official(e, kv, rows, head_dim, rope_dim);
+}
+
 void q_head_norm_rope_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
                                const RopeRows& rr) {
   if (!e.emulate && fast_kernels() && fast_ops() && head_dim <= 2048 &&

@@ -66,6 +66,10 @@ struct RopeRows {
 };
 // q_head_norm_official, then rope(q, n, per_row, head_dim, …) over its rows (rows = n · per_row):
 // on the device one launch with the same bits.
+// The official KV row: rms_norm(kv, w, bf16 out), rope() over its last rope_dim values, then
+// kv_rows_official; on the device one launch with the same bits.
+void kv_norm_rope_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim,
+                           const float* w, float eps, const RopeRows& rope_rows);
 void q_head_norm_rope_official(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
                                const RopeRows& rope_rows);
 

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/mhc_rows.cuh"
+#include "backend/cuda/row_reduce.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -73,6 +74,46 @@ __global__ void __launch_bounds__(kKvThreads)
   __syncthreads();
   const int nope = head_dim - rope_dim, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (int b0 = warp * kKvBlock; b0 < nope; b0 += (kKvThreads / 32) * kKvBlock) {
+    const int len = nope - b0 < kKvBlock ? nope - b0 : kKvBlock;
+    float amax = 0.0f;
+    for (int i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(row[b0 + i]));
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    const float s = fp8_act_scale(amax);
+    for (int i = lane; i < len; i += 32) row[b0 + i] = bf16r(round_e4m3(row[b0 + i] / s) * s);
+  }
+}
+
+// rms_norm (official rounding out) → rope() → kv_rows_kernel over one KV row in one block of
+// head_dim / 4 threads: each step the same expressions over the same values as its own launch,
+// barriers between them (kv_norm_rope_official).
+__global__ void __launch_bounds__(1024)
+    kv_norm_rope_kernel(float* kv, int head_dim, int rope_dim, const float* w, float eps,
+                        const RopeRows rr) {
+  pdl_begin();
+  __shared__ float sh[33];
+  const int64_t r = blockIdx.x;
+  float* row = kv + r * head_dim;
+  float4 v[kVecMax];
+  load_row4(reinterpret_cast<const float4*>(row), head_dim / 4, false, v);
+  norm_row4<false>(v, head_dim, w, eps, reinterpret_cast<float4*>(row), true, nullptr, sh);
+  __syncthreads();
+  for (int p = threadIdx.x; p < rr.pairs; p += blockDim.x) {
+    const float phi = rr.inv_freq[p] * static_cast<float>(rr.pos[r]);
+    const float c = cosf(phi) * rr.attention_factor;
+    const float s = sinf(phi) * rr.attention_factor;
+    float* xp = row + head_dim - 2 * rr.pairs + 2 * p;
+    const float a = xp[0], b = xp[1];
+    xp[0] = a * c - b * s;
+    xp[1] = b * c + a * s;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) row[i] = bf16r(row[i]);
+  __syncthreads();
+  const int nope = head_dim - rope_dim, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps = blockDim.x / 32;
+  for (int b0 = warp * kKvBlock; b0 < nope; b0 += warps * kKvBlock) {
     const int len = nope - b0 < kKvBlock ? nope - b0 : kKvBlock;
     float amax = 0.0f;
     for (int i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(row[b0 + i]));
@@ -172,6 +213,20 @@ bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, fl
   const unsigned blocks = static_cast<unsigned>((rows + kNormWarps - 1) / kNormWarps);
   const size_t shared = static_cast<size_t>(kNormWarps * head_dim) * sizeof(float);
   e.launch(q_head_norm_kernel, blocks, kNormWarps * 32, shared, q, rows, head_dim, eps, rr);
+  e.note(cudaGetLastError());
+  return true;
+}
+
+bool kv_norm_rope_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim,
+                                const float* w, float eps, const RopeRows& rr) {
+  static const bool on = env_switch("DEEPINFER_CUDA_KV_NORM_ROPE", true);
+  // The row as one float4 a thread, as rms_norm's float4 kernel holds it (the same sum order).
+  const bool shape = head_dim % 128 == 0 && head_dim >= 256 && head_dim / 4 <= 1024 &&
+                     rope_dim == 2 * rr.pairs && rr.per_row == 1;
+  if (!on || !shape || !aligned16(kv) || !aligned16(w)) return false;
+  if (rows <= 0) return true;
+  e.launch(kv_norm_rope_kernel, static_cast<unsigned>(rows), static_cast<unsigned>(head_dim / 4), 0,
+           kv, head_dim, rope_dim, w, eps, rr);
   e.note(cudaGetLastError());
   return true;
 }
