@@ -195,7 +195,7 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     }
     if (half == 0) {
       attention_sublayer(layer, rows, segs, entries);
-      if (official) round_bf16(exec, y.ptr, n * d);
+      if (official && !B.wo_b.quantized()) round_bf16(exec, y.ptr, n * d);  // else rounded
     } else {
       moe_sublayer(layer, rows);
     }
@@ -346,7 +346,8 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
              z.ptr + int64_t{g} * olr, int64_t{G} * olr, official, xq.ptr);
     }
   }
-  if (official) round_bf16(exec, z.ptr, n * G * olr);
+  // Quantized weights' products are bf16-rounded already (linear()'s contract): no launch then.
+  if (official && !B.wo_a.quantized()) round_bf16(exec, z.ptr, n * G * olr);
   linear(exec, z.ptr, int64_t{G} * olr, n, B.wo_b, y.ptr, d, official, xq.ptr);
   ring_write(exec, rows, kv.ptr, L.ring.ptr, W, D);
 }
