@@ -100,4 +100,31 @@ void check(Ctx& c, std::vector<KernelCheck>& out, const std::string& what, Run r
   out.push_back(kc);
 }
 
+// The stream and timing events of one report (made here, destroyed with it) and its Ctx; finish()
+// adds a failing line for the first CUDA error its launches saw.
+struct ReportDevice {
+  Exec e;
+  std::mt19937 rng;
+  Ctx c;
+  explicit ReportDevice(unsigned seed) : rng(seed), c{e, rng, nullptr, nullptr} {
+    cudaStreamCreate(&e.stream);
+    cudaEventCreate(&c.t0);
+    cudaEventCreate(&c.t1);
+  }
+  ReportDevice(const ReportDevice&) = delete;
+  ReportDevice& operator=(const ReportDevice&) = delete;
+  ~ReportDevice() {
+    cudaEventDestroy(c.t0);
+    cudaEventDestroy(c.t1);
+    cudaStreamDestroy(e.stream);
+  }
+  void finish(std::vector<KernelCheck>& out, const char* what) {
+    if (e.error == cudaSuccess) return;
+    KernelCheck kc;
+    kc.line = std::string("CUDA error in the ") + what + ": " + cudaGetErrorString(e.error);
+    kc.rel_error = 1;
+    out.push_back(kc);
+  }
+};
+
 }  // namespace deepinfer::cuda

@@ -266,28 +266,16 @@ std::vector<KernelCheck> fused_kernel_report() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
   const bool fast0 = fast_kernels();
-  Exec e;
-  cudaStreamCreate(&e.stream);
-  std::mt19937 rng(17);
-  Ctx c{e, rng, nullptr, nullptr};
-  cudaEventCreate(&c.t0);
-  cudaEventCreate(&c.t1);
+  ReportDevice dev(17);
+  Ctx& c = dev.c;
   set_fast_kernels(true);
   norm_checks(c, out);
   route_checks(c, out);
   set_fast_kernels(true);
   hc_pre_norm_checks(c, out);
   kv_norm_rope_checks(c, out);
-  if (e.error != cudaSuccess) {
-    KernelCheck kc;
-    kc.line = std::string("CUDA error in the fused kernel checks: ") + cudaGetErrorString(e.error);
-    kc.rel_error = 1;
-    out.push_back(kc);
-  }
+  dev.finish(out, "fused kernel checks");
   set_fast_kernels(fast0);
-  cudaEventDestroy(c.t0);
-  cudaEventDestroy(c.t1);
-  cudaStreamDestroy(e.stream);
   return out;
 }
 

@@ -426,12 +426,9 @@ std::vector<KernelCheck> op_kernel_report() {
   // Not bitwise the reference: checked in kernel_report_attention_tc.cu / _indexer_tc.cu.
   set_attention_tc(false);
   set_indexer_tc(false);
-  Exec e;
-  cudaStreamCreate(&e.stream);
-  std::mt19937 rng(11);
-  Ctx c{e, rng, nullptr, nullptr};
-  cudaEventCreate(&c.t0);
-  cudaEventCreate(&c.t1);
+  ReportDevice dev(11);
+  Exec& e = dev.e;
+  Ctx& c = dev.c;
   {
     // V4-Flash: four decodes (row 0 alone is a batch-1 step at position 4095) and two 3-row
     // prefill segments, one from position 0.
@@ -475,18 +472,10 @@ std::vector<KernelCheck> op_kernel_report() {
       row_checks(c, out, *sh, {p.n()});
     }
   }
-  if (e.error != cudaSuccess) {
-    KernelCheck kc;
-    kc.line = std::string("CUDA error in the kernel checks: ") + cudaGetErrorString(e.error);
-    kc.rel_error = 1;
-    out.push_back(kc);
-  }
+  dev.finish(out, "kernel checks");
   set_fast_kernels(fast0);
   set_attention_tc(tc0);
   set_indexer_tc(itc0);
-  cudaEventDestroy(c.t0);
-  cudaEventDestroy(c.t1);
-  cudaStreamDestroy(e.stream);
   return out;
 }
 

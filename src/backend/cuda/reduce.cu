@@ -103,6 +103,38 @@ __device__ __forceinline__ bool beats(float v, int64_t i, float bv, int64_t bi, 
   return i < V && (bi == V || v > bv || (v == bv && i < bi));
 }
 
+// The best of (v, i) and (best, at), kept in (best, at).
+__device__ __forceinline__ void keep_best(float v, int64_t i, float& best, int64_t& at, int64_t V) {
+  if (beats(v, i, best, at, V)) {
+    best = v;
+    at = i;
+  }
+}
+
+// A thread's best over float4s lo + threadIdx.x, … (stride kArgThreads) below hi.
+template <int kStride>
+__device__ __forceinline__ void scan4(const float4* x4, int64_t lo, int64_t hi, float& best,
+                                      int64_t& at, int64_t V) {
+#pragma unroll 4
+  for (int64_t i = lo + threadIdx.x; i < hi; i += kStride) {
+    const float4 v = x4[i];
+    keep_best(v.x, 4 * i, best, at, V);
+    keep_best(v.y, 4 * i + 1, best, at, V);
+    keep_best(v.z, 4 * i + 2, best, at, V);
+    keep_best(v.w, 4 * i + 3, best, at, V);
+  }
+}
+
+// The warp's best, in every lane.
+__device__ __forceinline__ void warp_best(float& best, int64_t& at, int64_t V) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, best, off);
+    const int64_t oi = __shfl_xor_sync(0xffffffffu, at, off);
+    keep_best(ov, oi, best, at, V);
+  }
+}
+
 // A block of 1,024 threads per row, float4 loads four at a time (a batch-1 decode has one row: its
 // 129,280 logits were a 28 µs serial walk for 256 threads).
 constexpr int kArgThreads = 1024;
@@ -116,37 +148,11 @@ __global__ void __launch_bounds__(kArgThreads)
   float best = -INFINITY;
   int64_t at = V;
   if (vec4) {
-    const float4* x4 = reinterpret_cast<const float4*>(xr);
-    const int64_t n4 = V / 4;
-#pragma unroll 4
-    for (int64_t i = threadIdx.x; i < n4; i += kArgThreads) {
-      const float4 v = x4[i];
-      const float c[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        if (beats(c[u], 4 * i + u, best, at, V)) {
-          best = c[u];
-          at = 4 * i + u;
-        }
-      }
-    }
+    scan4<kArgThreads>(reinterpret_cast<const float4*>(xr), 0, V / 4, best, at, V);
   } else {
-    for (int64_t i = threadIdx.x; i < V; i += kArgThreads) {
-      if (beats(xr[i], i, best, at, V)) {
-        best = xr[i];
-        at = i;
-      }
-    }
+    for (int64_t i = threadIdx.x; i < V; i += kArgThreads) keep_best(xr[i], i, best, at, V);
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, best, off);
-    const int64_t oi = __shfl_xor_sync(0xffffffffu, at, off);
-    if (beats(ov, oi, best, at, V)) {
-      best = ov;
-      at = oi;
-    }
-  }
+  warp_best(best, at, V);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) {
     bv[warp] = best;
@@ -182,27 +188,8 @@ __global__ void __launch_bounds__(kArgThreads)
   const int64_t lo = rank * per, hi = lo + per < n4 ? lo + per : n4;
   float best = -INFINITY;
   int64_t at = V;
-#pragma unroll 4
-  for (int64_t i = lo + threadIdx.x; i < hi; i += kArgThreads) {
-    const float4 v = x4[i];
-    const float c[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      if (beats(c[u], 4 * i + u, best, at, V)) {
-        best = c[u];
-        at = 4 * i + u;
-      }
-    }
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, best, off);
-    const int64_t oi = __shfl_xor_sync(0xffffffffu, at, off);
-    if (beats(ov, oi, best, at, V)) {
-      best = ov;
-      at = oi;
-    }
-  }
+  scan4<kArgThreads>(x4, lo, hi, best, at, V);
+  warp_best(best, at, V);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) {
     bv[warp] = best;
@@ -213,22 +200,10 @@ __global__ void __launch_bounds__(kArgThreads)
     best = -INFINITY;
     at = V;
     for (unsigned s = 0; s < kArgSlices; ++s) {
-      const float* sv = cluster.map_shared_rank(bv, s);
-      const int64_t* si = cluster.map_shared_rank(bi, s);
-      if (beats(sv[lane], si[lane], best, at, V)) {
-        best = sv[lane];
-        at = si[lane];
-      }
+      keep_best(cluster.map_shared_rank(bv, s)[lane], cluster.map_shared_rank(bi, s)[lane], best,
+                at, V);
     }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-      const float ov = __shfl_xor_sync(0xffffffffu, best, off);
-      const int64_t oi = __shfl_xor_sync(0xffffffffu, at, off);
-      if (beats(ov, oi, best, at, V)) {
-        best = ov;
-        at = oi;
-      }
-    }
+    warp_best(best, at, V);
     if (lane == 0) out[blockIdx.y] = static_cast<int32_t>(at == V ? 0 : at);
   }
   cluster.sync();  // the slices' shared memory stays until rank 0 has read it

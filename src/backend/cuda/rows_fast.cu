@@ -66,14 +66,11 @@ __global__ void __launch_bounds__(kNormWarps * 32)
 
 constexpr int kKvThreads = 256, kKvBlock = 64;
 
-__global__ void __launch_bounds__(kKvThreads)
-    kv_rows_kernel(float* kv, int head_dim, int rope_dim) {
-  pdl_begin();
-  float* row = kv + static_cast<int64_t>(blockIdx.x) * head_dim;
-  for (int i = threadIdx.x; i < head_dim; i += kKvThreads) row[i] = bf16r(row[i]);
-  __syncthreads();
-  const int nope = head_dim - rope_dim, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (int b0 = warp * kKvBlock; b0 < nope; b0 += (kKvThreads / 32) * kKvBlock) {
+// The official KV row's non-RoPE part FP8-rounded in blocks of 64, a warp per block (the block's
+// amax by shuffles, exact in any order).
+__device__ __forceinline__ void kv_nope_quant(float* row, int nope) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (int b0 = warp * kKvBlock; b0 < nope; b0 += warps * kKvBlock) {
     const int len = nope - b0 < kKvBlock ? nope - b0 : kKvBlock;
     float amax = 0.0f;
     for (int i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(row[b0 + i]));
@@ -83,6 +80,15 @@ __global__ void __launch_bounds__(kKvThreads)
     const float s = fp8_act_scale(amax);
     for (int i = lane; i < len; i += 32) row[b0 + i] = bf16r(round_e4m3(row[b0 + i] / s) * s);
   }
+}
+
+__global__ void __launch_bounds__(kKvThreads)
+    kv_rows_kernel(float* kv, int head_dim, int rope_dim) {
+  pdl_begin();
+  float* row = kv + static_cast<int64_t>(blockIdx.x) * head_dim;
+  for (int i = threadIdx.x; i < head_dim; i += kKvThreads) row[i] = bf16r(row[i]);
+  __syncthreads();
+  kv_nope_quant(row, head_dim - rope_dim);
 }
 
 // rms_norm (official rounding out) → rope() → kv_rows_kernel over one KV row in one block of
@@ -111,18 +117,7 @@ __global__ void __launch_bounds__(1024)
   __syncthreads();
   for (int i = threadIdx.x; i < head_dim; i += blockDim.x) row[i] = bf16r(row[i]);
   __syncthreads();
-  const int nope = head_dim - rope_dim, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int warps = blockDim.x / 32;
-  for (int b0 = warp * kKvBlock; b0 < nope; b0 += warps * kKvBlock) {
-    const int len = nope - b0 < kKvBlock ? nope - b0 : kKvBlock;
-    float amax = 0.0f;
-    for (int i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(row[b0 + i]));
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-    const float s = fp8_act_scale(amax);
-    for (int i = lane; i < len; i += 32) row[b0 + i] = bf16r(round_e4m3(row[b0 + i] / s) * s);
-  }
+  kv_nope_quant(row, head_dim - rope_dim);
 }
 
 // The official indexer rows: a warp per row of 32·P values, lane l holding l·P … l·P + P − 1.
