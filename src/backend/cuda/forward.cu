@@ -296,9 +296,11 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     if (official) indexer_rows_official(exec, iq.ptr, n * ih, ihd);
     const float wscale = official ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
                                   : 1.0f / std::sqrt(static_cast<float>(ih));
-    if (official) round_bf16(exec, iw.ptr, n * ih);
-    scale_values(exec, iw.ptr, n * ih, wscale);
-    if (official) round_bf16(exec, iw.ptr, n * ih);
+    if (official) {
+      scale_values_bf16(exec, iw.ptr, n * ih, wscale);
+    } else {
+      scale_values(exec, iw.ptr, n * ih, wscale);
+    }
     IndexerArgs ia{iq.ptr, iw.ptr, L.icomp.store, L.icomp.capacity, ih,
                    ihd,    ratio,  c.index_topk,  official,         L.icomp.pages};
     indexer_topk(exec, rows, ia, iscore.ptr, sel.ptr, cnt.ptr);
@@ -374,8 +376,15 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   // Shared expert over all rows.
   linear(exec, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, xq.ptr, xn_q);
   linear(exec, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, xq.ptr, xn_q);
-  swiglu(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, nullptr, official);
-  linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr);
+  // Its SwiGLU writes w2's FP8 input in the same launch where w2 runs as GEMV passes.
+  const bool w2_q = official && B.ffn.w2.quantized() && B.ffn.w2.quantize_input &&
+                    n <= gemv_max_rows() && !batch_invariant();
+  if (w2_q && swiglu_quant(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, official, xq.ptr)) {
+    linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr, xq.ptr);
+  } else {
+    swiglu(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, nullptr, official);
+    linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr);
+  }
   // Routed experts, one slot per (row, k): grouped by expert on the device (each expert's
   // weights streamed once per step), or the reference path (a product per slot).
   const int64_t slots = n * K;

@@ -1,7 +1,8 @@
 // Device self-check of the fused per-row kernels of the decode step against what they replace:
 // the float4 RMSNorm and sums of squares against the reference bodies (fp32 rounding), the fused
-// MoE routing against its reference launches (bitwise), and the mHC pre + norm and KV row kernels
-// against the separate fast launches (bitwise). Outputs are NaN-poisoned before checked runs.
+// MoE routing against its reference launches (bitwise), and the mHC pre + norm, KV row and
+// SwiGLU + FP8 copy kernels against the separate fast launches (bitwise). Outputs are NaN-poisoned
+// before checked runs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -121,7 +122,7 @@ void norm_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
-// The MoE routing (moe_route_fast.cu) against the reference's three launches, bitwise: V4-Flash's
+// The MoE routing (moe_fast.cu) against the reference's three launches, bitwise: V4-Flash's
 // 256 experts top-6, score + bias ranked (repeated large logits on the softplus cut-off) and
 // hashed.
 void route_checks(Ctx& c, std::vector<KernelCheck>& out) {
@@ -259,6 +260,49 @@ void kv_norm_rope_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
+// The shared expert's SwiGLU with w2's FP8 copy (swiglu_quant) against swiglu() and
+// fp8_quant_rows_from, bitwise, at V4-Flash's 2,048 with the clamp of 10.
+void swiglu_quant_checks(Ctx& c, std::vector<KernelCheck>& out) {
+  constexpr int64_t inter = 2048;
+  for (const int64_t n : {int64_t{1}, int64_t{16}}) {
+    const std::vector<float> h1 = normal(c, static_cast<size_t>(n * inter), 4.0f);
+    DeviceArray<float> a, b, q;
+    a.upload(c.e, h1);
+    b.upload(c.e, normal(c, static_cast<size_t>(n * inter), 4.0f));
+    q.allocate(c.e, static_cast<size_t>(n * inter));
+    bool fused = false;
+    const auto separate = [&] {
+      swiglu(c.e, a.ptr, b.ptr, n, inter, 10.0f, nullptr, true);
+      fp8_quant_rows_from(c.e, a.ptr, inter, n, inter, 128, q.ptr);
+    };
+    const auto together = [&] {
+      fused = swiglu_quant(c.e, a.ptr, b.ptr, n, inter, 10.0f, true, q.ptr);
+    };
+    const auto outputs = [&] {
+      std::vector<float> v = to_host(c, a), w = to_host(c, q);
+      v.insert(v.end(), w.begin(), w.end());
+      return v;
+    };
+    c.e.to_device(a.ptr, h1.data(), a.bytes());
+    poison(c, q);
+    separate();
+    const std::vector<float> ref = outputs();
+    c.e.to_device(a.ptr, h1.data(), a.bytes());
+    poison(c, q);
+    together();
+    const std::vector<float> got = outputs();
+    const auto reset_then = [&](auto f) {
+      return [&, f] {
+        c.e.to_device(a.ptr, h1.data(), a.bytes());
+        f();
+      };
+    };
+    same_bits(c, out, "shared expert SwiGLU + FP8 copy fused, " + std::to_string(n) + " row(s)",
+              ref, got, fused, time_ms(c, 20, reset_then(together)),
+              time_ms(c, 20, reset_then(separate)));
+  }
+}
+
 }  // namespace
 
 std::vector<KernelCheck> fused_kernel_report() {
@@ -274,6 +318,7 @@ std::vector<KernelCheck> fused_kernel_report() {
   set_fast_kernels(true);
   hc_pre_norm_checks(c, out);
   kv_norm_rope_checks(c, out);
+  swiglu_quant_checks(c, out);
   dev.finish(out, "fused kernel checks");
   set_fast_kernels(fast0);
   return out;

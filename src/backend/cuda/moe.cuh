@@ -22,7 +22,7 @@ struct RouteArgs {
 // logits [n, E] → scores in place; idx [n, K], weights [n, K].
 void moe_route(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, float* logits,
                int32_t* idx, float* weights);
-// The same as one block per row (moe_route_fast.cu), same bits; moe_route takes it on the device
+// The same as one block per row (moe_fast.cu), same bits; moe_route takes it on the device
 // where supported (not softmax scoring, E ≤ 1,024; DEEPINFER_CUDA_ROUTE_FUSED=0 off).
 bool moe_route_fast_supported(const RouteArgs& a);
 void moe_route_fast(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, float* logits,
@@ -32,6 +32,11 @@ void moe_route_fast(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, 
 // bf16-rounded when official. Rows of `inter`.
 void swiglu(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
             const float* row_w, bool official);
+// swiglu() without row weights, and xq = h1's FP8 fake-quantized copy in 128-value blocks
+// (fp8_quant_rows_from's bits), in one launch (moe_fast.cu); false (nothing launched) where it
+// does not apply: emulated, inter not a multiple of 128 (DEEPINFER_CUDA_SWIGLU_QUANT=0 never).
+bool swiglu_quant(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
+                  bool official, float* xq);
 
 // y[r] += Σ_k (weights[r, k] or 1 when pre_weighted) · out[r·K + k]; bf16 when official.
 void moe_combine(Exec& e, const float* out, const float* weights, int64_t n, int K, int64_t d,

@@ -59,6 +59,10 @@ void scale_values(Exec& e, float* x, int64_t n, float s) {
   e.each(n, [=] DI_HD(int64_t i) { x[i] *= s; });
 }
 
+void scale_values_bf16(Exec& e, float* x, int64_t n, float s) {
+  e.each(n, [=] DI_HD(int64_t i) { x[i] = bf16r(bf16r(x[i]) * s); });
+}
+
 void linear(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
             int64_t ldy, bool official, float* xq, const float* xq_ready) {
   const bool quant = official && w.quantized();

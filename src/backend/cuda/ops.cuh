@@ -45,6 +45,8 @@ void fp8_quant_rows_from(Exec& e, const float* src, int64_t ld, int64_t rows, in
                          int block, float* dst);
 void round_bf16(Exec& e, float* x, int64_t n);
 void scale_values(Exec& e, float* x, int64_t n, float s);
+// round_bf16, scale_values and round_bf16 again as one launch (the same bits).
+void scale_values_bf16(Exec& e, float* x, int64_t n, float s);
 
 // y[r] = x[r] · rsqrt(mean(x[r]²) + eps) · w (w may be null). In place allowed.
 // round_in / round_out: x bf16-rounded as read (x itself is left as it is), y as written — the

@@ -1,6 +1,7 @@
-// The MoE routing of a row as one block (a thread per expert): the three reference launches of
-// moe.cu (scores, top-k by rank, normalized weights) fused, the same operations in the same order
-// on each value, so the same bits. A batch-1 decode step ran those as 12 launches of ~4 µs.
+// Fused MoE steps of a decode step, each the same operations in the same order on each value as
+// the reference launches of moe.cu it replaces (the same bits): the routing of a row as one block
+// (a thread per expert: scores, top-k by rank, normalized weights; a batch-1 step ran those as 12
+// launches of ~4 µs), and the shared expert's SwiGLU with its FP8 copy for w2.
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/moe.cuh"
 
@@ -47,7 +48,51 @@ __global__ void __launch_bounds__(kMaxExperts)
   for (int k = 0; k < K; ++k) weights[r * K + k] = z[idx[r * K + k]] * scale;
 }
 
+// A warp per 128-value block of a row: the SwiGLU of moe.cu's swiglu() (no row weights), then the
+// block's FP8 copy as fp8_quant_kernel makes it from the written values (amax exact in any order).
+__global__ void swiglu_quant_kernel(float* h1, const float* __restrict__ h3, int64_t blocks,
+                                    float limit, bool official, float* xq) {
+  pdl_begin();
+  const int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (b >= blocks) return;  // uniform across the warp
+  float v[4];
+  float amax = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int64_t i = b * 128 + lane + 32 * k;
+    float g = h1[i], u = h3[i];
+    if (limit > 0) {
+      g = fminf(g, limit);
+      u = fminf(fmaxf(u, -limit), limit);
+    }
+    const float x = g / (1.0f + expf(-g)) * u;
+    v[k] = official ? bf16r(x) : x;
+    h1[i] = v[k];
+    amax = fmaxf(amax, fabsf(v[k]));
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float s = fp8_act_scale(amax);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) xq[b * 128 + lane + 32 * k] = bf16r(round_e4m3(v[k] / s) * s);
+}
+
 }  // namespace
+
+bool swiglu_quant(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
+                  bool official, float* xq) {
+  static const bool on = env_switch("DEEPINFER_CUDA_SWIGLU_QUANT", true);
+  if (!on || e.emulate || !fast_kernels() || inter % 128 != 0) return false;
+  const int64_t blocks = rows * inter / 128;
+  if (blocks <= 0) return true;
+  constexpr int kThreads = 256;
+  e.launch(swiglu_quant_kernel, static_cast<unsigned>((blocks * 32 + kThreads - 1) / kThreads),
+           kThreads, 0, h1, h3, blocks, limit, official, xq);
+  e.note(cudaGetLastError());
+  return true;
+}
 
 bool moe_route_fast_supported(const RouteArgs& a) {
   static const bool on = env_switch("DEEPINFER_CUDA_ROUTE_FUSED", true);
