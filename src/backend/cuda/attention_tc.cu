@@ -8,6 +8,10 @@
 //      sink; official: the 64-slot tiles of its slot order, bf16 probabilities, rescaled by the
 //      later tiles' maxima);
 //   3. P·V: a block per (row, 64 heads, 128 dims), slots in steps of 32.
+// Decode-sized launches (≤ DEEPINFER_CUDA_ATTN_TC_DECODE_ROWS rows) take variants of 1 and 3 on
+// more, smaller blocks (32 slots, 32 dims) with the next chunk's loads in flight during the current
+// chunk's products; each output element gets the same mma sequence as above, so the results are
+// the same bits and a row's result still does not depend on the launch's row count.
 // Rounding: official q and keys are bf16-exact (the reference rounds them), so their products are
 // exact and only the summation order differs; fp32 values (exact q/keys, every probability) are
 // split into bf16 hi + lo and multiplied as hi·hi + hi·lo + lo·hi (≈ 16 significand bits).
@@ -41,6 +45,23 @@ int g_min_rows = [] {
   return v && *v ? std::max(1, std::atoi(v)) : 1;
 }();
 
+// The decode variants (DEEPINFER_CUDA_ATTN_TC_DECODE=0: the kernels above at every row count) and
+// the most rows a launch may have to take them (DEEPINFER_CUDA_ATTN_TC_DECODE_ROWS, default 16:
+// at 64 rows they lose, 0.207 vs 0.122 ms CSA official on the H200, each of their blocks
+// re-reading a row's q or probabilities from L2).
+bool g_decode = env_switch("DEEPINFER_CUDA_ATTN_TC_DECODE", true);
+int g_decode_rows = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_ATTN_TC_DECODE_ROWS");
+  return v && *v ? std::max(0, std::atoi(v)) : 16;
+}();
+constexpr int kDecSlotTile = 32;          // slots per decode logits block
+constexpr int kDecPvDims = 32;            // output dims per decode P·V block
+constexpr int kDecPvSlots = 64;           // slots per decode P·V step
+constexpr int kDecMaxSlots = 1024;        // decode P·V: every key address in shared memory
+constexpr int kDecLdP = kDecPvSlots + 8;  // 144-byte rows: conflict-free A fragments
+constexpr int kDecLdV =
+    kDecPvDims + 8;  // 80-byte rows: the eight rows of an ldmatrix hit all banks
+
 // 1. logits[r, h, s] = (q[r, h] · key(r, s)) · scale, −inf for a slot without a key.
 // Grid: (row, head group) × slot tiles; 4 warps, warp w owns heads 16w … 16w + 15 of the group.
 template <bool kSplit>
@@ -72,6 +93,107 @@ __global__ void __launch_bounds__(128)
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int head = warp * 16 + g + (i >= 2 ? 8 : 0), j = nt * 8 + 2 * t + (i & 1);
+      if (s0 + j < S)
+        out[static_cast<int64_t>(head) * S + s0 + j] = keys[j] ? acc[nt][i] * a.scale : -INFINITY;
+    }
+  }
+}
+
+// 1'. The logits of a decode-sized launch: a block per (row, 64 heads, 32 slots), 4 warps of 16
+// heads × 32 slots. The same fragments and mma order per element as logits_kernel (same bits);
+// a chunk's q and key values are loaded into registers, all at once, two chunks ahead of the
+// products.
+template <bool kSplit>
+__global__ void __launch_bounds__(128) decode_logits_kernel(const Rows rw, const AttnArgs a, int S,
+                                                            int groups, float* __restrict__ probs) {
+  pdl_begin();
+  constexpr int kQ = kHeads * kQkChunk / 4 / 128;        // float4 of q a thread per chunk
+  constexpr int kK = kDecSlotTile * kQkChunk / 4 / 128;  // float4 of keys a thread per chunk
+  __shared__ __align__(16) __nv_bfloat16 qh[kHeads * kQkLd], kh[kDecSlotTile * kQkLd];
+  __shared__ __align__(16) __nv_bfloat16 ql[kSplit ? kHeads * kQkLd : 8];
+  __shared__ __align__(16) __nv_bfloat16 kl[kSplit ? kDecSlotTile * kQkLd : 8];
+  __shared__ const float* keys[kDecSlotTile];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int64_t r = blockIdx.x / groups;
+  const int h0 = static_cast<int>(blockIdx.x % groups) * kHeads;
+  const int s0 = static_cast<int>(blockIdx.y) * kDecSlotTile;
+  if (tid < kDecSlotTile) keys[tid] = s0 + tid < S ? attn_key_at(rw, a, r, s0 + tid) : nullptr;
+  const int any = __syncthreads_or(tid < kDecSlotTile && keys[tid] != nullptr);
+  float* out = probs + (r * a.H + h0) * S;
+  if (!any) {
+    for (int i = tid; i < kHeads * kDecSlotTile; i += 128) {
+      const int s = s0 + i % kDecSlotTile;
+      if (s < S) out[static_cast<int64_t>(i / kDecSlotTile) * S + s] = -INFINITY;
+    }
+    return;
+  }
+  const int D = a.D;
+  const float* q = a.q + (r * a.H + h0) * D;
+  constexpr int kRow = kQkChunk / 4;  // float4 per chunk row
+  using QRegs = float4[kQ];
+  using KRegs = float4[kK];
+  auto fetch = [&](int d0, QRegs& qn, KRegs& kn) {
+#pragma unroll
+    for (int u = 0; u < kQ; ++u) {
+      const int i = tid + u * 128;
+      qn[u] = *reinterpret_cast<const float4*>(q + (i / kRow) * D + d0 + i % kRow * 4);
+    }
+#pragma unroll
+    for (int u = 0; u < kK; ++u) {
+      const int i = tid + u * 128;
+      const float* k = keys[i / kRow];
+      kn[u] = k ? *reinterpret_cast<const float4*>(k + d0 + i % kRow * 4) : float4{0, 0, 0, 0};
+    }
+  };
+  float acc[kDecSlotTile / 8][4] = {};
+  // Stages chunk d0 (held in qn / kn), refills them with chunk d0 + 2 · 64, then multiplies.
+  auto chunk = [&](int d0, QRegs& qn, KRegs& kn) {
+#pragma unroll
+    for (int u = 0; u < kQ; ++u) {
+      const int i = tid + u * 128;
+      store4(qh, ql, kQkLd, i / kRow, i % kRow * 4, qn[u], !kSplit, kSplit);
+    }
+#pragma unroll
+    for (int u = 0; u < kK; ++u) {
+      const int i = tid + u * 128;
+      store4(kh, kl, kQkLd, i / kRow, i % kRow * 4, kn[u], !kSplit, kSplit);
+    }
+    __syncthreads();
+    if (d0 + 2 * kQkChunk < D) fetch(d0 + 2 * kQkChunk, qn, kn);  // two chunks in flight
+#pragma unroll
+    for (int k0 = 0; k0 < kQkChunk; k0 += 16) {
+      uint32_t ah[4], al[4];
+      load_a(ah, qh, kQkLd, warp * 16, k0);
+      if (kSplit) load_a(al, ql, kQkLd, warp * 16, k0);
+#pragma unroll
+      for (int nt = 0; nt < kDecSlotTile / 8; ++nt) {
+        uint32_t bh[2];
+        load_b(bh, kh, kQkLd, nt * 8, k0);
+        mma(acc[nt], ah, bh);
+        if (kSplit) {
+          uint32_t bl[2];
+          load_b(bl, kl, kQkLd, nt * 8, k0);
+          mma(acc[nt], ah, bl);
+          mma(acc[nt], al, bh);
+        }
+      }
+    }
+    __syncthreads();
+  };
+  QRegs qa, qb;
+  KRegs ka, kb;
+  fetch(0, qa, ka);
+  if (kQkChunk < D) fetch(kQkChunk, qb, kb);
+  for (int d0 = 0; d0 < D; d0 += 2 * kQkChunk) {
+    chunk(d0, qa, ka);
+    if (d0 + kQkChunk < D) chunk(d0 + kQkChunk, qb, kb);
+  }
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < kDecSlotTile / 8; ++nt) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int head = warp * 16 + g + (i >= 2 ? 8 : 0), j = nt * 8 + 2 * t + (i & 1);
@@ -268,6 +390,102 @@ __global__ void __launch_bounds__(256, 2)
   }
 }
 
+// 3'. P·V of a decode-sized launch: a block per (row, 64 heads, 32 dims), 8 warps of 16 heads ×
+// 16 dims, slots in steps of 64 with the next two steps' loads in flight and every key address of
+// the row resolved once up front (S ≤ kDecMaxSlots). Per element the same 16-slot mma sequence as
+// pv_kernel (same bits).
+template <bool kSplitV>
+__global__ void __launch_bounds__(256)
+    decode_pv_kernel(const Rows rw, const AttnArgs a, int S, int groups,
+                     const float* __restrict__ probs, float* __restrict__ o) {
+  pdl_begin();
+  constexpr int kP = kHeads * kDecPvSlots / 256;          // probabilities a thread per step
+  constexpr int kV = kDecPvSlots * kDecPvDims / 4 / 256;  // float4 of values a thread per step
+  constexpr int kRow = kDecPvDims / 4;                    // float4 per value row
+  __shared__ __align__(16) __nv_bfloat16 ph[kHeads * kDecLdP], pl[kHeads * kDecLdP];
+  __shared__ __align__(16) __nv_bfloat16 vh[kDecPvSlots * kDecLdV];
+  __shared__ __align__(16) __nv_bfloat16 vl[kSplitV ? kDecPvSlots * kDecLdV : 8];
+  __shared__ const float* keys[kDecMaxSlots];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int64_t r = blockIdx.x / groups;
+  const int h0 = static_cast<int>(blockIdx.x % groups) * kHeads;
+  const int c0 = static_cast<int>(blockIdx.y) * kDecPvDims;
+  const int mt = warp % 4, nh = warp / 4;
+  for (int s = tid; s < S; s += 256) keys[s] = attn_key_at(rw, a, r, s);
+  __syncthreads();
+  const float* pr = probs + (r * a.H + h0) * S;
+  using PRegs = float[kP];
+  using VRegs = float4[kV];
+  auto fetch = [&](int s0, PRegs& pn, VRegs& vn) {
+#pragma unroll
+    for (int u = 0; u < kP; ++u) {
+      const int i = tid + u * 256, row = i / kDecPvSlots, j = i % kDecPvSlots;
+      pn[u] = s0 + j < S && keys[s0 + j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kV; ++u) {
+      const int i = tid + u * 256, j = i / kRow;
+      const float* k = s0 + j < S ? keys[s0 + j] : nullptr;
+      vn[u] = k ? *reinterpret_cast<const float4*>(k + c0 + i % kRow * 4) : float4{0, 0, 0, 0};
+    }
+  };
+  float acc[2][4] = {};
+  // Stages step s0 (held in pn / vn), refills them with step s0 + 2 · 64, then multiplies.
+  auto step = [&](int s0, PRegs& pn, VRegs& vn) {
+#pragma unroll
+    for (int u = 0; u < kP; ++u) {
+      const int i = tid + u * 256, row = i / kDecPvSlots, j = i % kDecPvSlots;
+      split(pn[u], ph[row * kDecLdP + j], pl[row * kDecLdP + j]);
+    }
+#pragma unroll
+    for (int u = 0; u < kV; ++u) {
+      const int i = tid + u * 256;
+      store4(vh, vl, kDecLdV, i / kRow, i % kRow * 4, vn[u], !kSplitV, kSplitV);
+    }
+    __syncthreads();
+    if (s0 + 2 * kDecPvSlots < S) fetch(s0 + 2 * kDecPvSlots, pn, vn);  // two steps in flight
+#pragma unroll
+    for (int k0 = 0; k0 < kDecPvSlots; k0 += 16) {
+      uint32_t ah[4], al[4];
+      load_a(ah, ph, kDecLdP, mt * 16, k0);
+      load_a(al, pl, kDecLdP, mt * 16, k0);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        uint32_t bh[2];
+        load_b_trans(bh, vh, kDecLdV, k0, nh * 16 + nt * 8);
+        mma(acc[nt], ah, bh);
+        mma(acc[nt], al, bh);
+        if (kSplitV) {
+          uint32_t bl[2];
+          load_b_trans(bl, vl, kDecLdV, k0, nh * 16 + nt * 8);
+          mma(acc[nt], ah, bl);
+        }
+      }
+    }
+    __syncthreads();
+  };
+  PRegs pa, pb;
+  VRegs va, vb;
+  fetch(0, pa, va);
+  if (kDecPvSlots < S) fetch(kDecPvSlots, pb, vb);
+  for (int s0 = 0; s0 < S; s0 += 2 * kDecPvSlots) {
+    step(s0, pa, va);
+    if (s0 + kDecPvSlots < S) step(s0 + kDecPvSlots, pb, vb);
+  }
+  const int g = lane / 4, t = lane % 4;
+  float* out = o + (r * a.H + h0) * a.D + c0 + nh * 16;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int head = mt * 16 + g + half * 8;
+      float2 v{acc[nt][2 * half], acc[nt][2 * half + 1]};
+      if (a.official) v = float2{bf16r(v.x), bf16r(v.y)};
+      *reinterpret_cast<float2*>(out + static_cast<int64_t>(head) * a.D + nt * 8 + 2 * t) = v;
+    }
+  }
+}
+
 }  // namespace
 
 bool attention_tc() { return g_attention_tc; }
@@ -284,27 +502,50 @@ bool attention_tc_supported(const AttnArgs& a, int64_t rows) {
          aligned16(a.ring) && aligned16(a.cmp);
 }
 
+bool attention_tc_decode() { return g_decode; }
+void set_attention_tc_decode(bool on) { g_decode = on; }
+int attention_tc_decode_rows() { return g_decode_rows; }
+void set_attention_tc_decode_rows(int rows) { g_decode_rows = std::max(0, rows); }
+
 void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o) {
   if (rows.n <= 0) return;
   const int S = a.W + a.cslots();
   const int groups = a.H / kHeads;
   const unsigned row_groups = static_cast<unsigned>(rows.n * groups);
-  const dim3 lg(row_groups, static_cast<unsigned>((S + kSlotTile - 1) / kSlotTile));
-  if (a.official) {
+  // By row count and shapes only; either way the same bits (the variants' comments).
+  const bool decode = g_decode && S <= kDecMaxSlots && rows.n <= g_decode_rows;
+  const int tile = decode ? kDecSlotTile : kSlotTile;
+  const dim3 lg(row_groups, static_cast<unsigned>((S + tile - 1) / tile));
+  if (decode) {
+    if (a.official) {
+      e.launch(decode_logits_kernel<false>, lg, 128, 0, rows, a, S, groups, probs);
+    } else {
+      e.launch(decode_logits_kernel<true>, lg, 128, 0, rows, a, S, groups, probs);
+    }
+  } else if (a.official) {
     e.launch(logits_kernel<false>, lg, 128, 0, rows, a, S, groups, probs);
   } else {
     e.launch(logits_kernel<true>, lg, 128, 0, rows, a, S, groups, probs);
   }
   e.note(cudaGetLastError());
   const int64_t pairs = rows.n * a.H;
-  e.launch(softmax_kernel, static_cast<unsigned>((pairs + kSoftmaxWarps - 1) / kSoftmaxWarps),
-           kSoftmaxWarps * 32, 0, rows, a, S, probs);
+  const unsigned sg = static_cast<unsigned>((pairs + kSoftmaxWarps - 1) / kSoftmaxWarps);
+  e.launch(softmax_kernel, sg, kSoftmaxWarps * 32, 0, rows, a, S, probs);
   e.note(cudaGetLastError());
-  const dim3 pg(row_groups, static_cast<unsigned>(a.D / kPvDims));
-  if (a.official) {
-    e.launch(pv_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
+  if (decode) {
+    const dim3 pg(row_groups, static_cast<unsigned>(a.D / kDecPvDims));
+    if (a.official) {
+      e.launch(decode_pv_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
+    } else {
+      e.launch(decode_pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
+    }
   } else {
-    e.launch(pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
+    const dim3 pg(row_groups, static_cast<unsigned>(a.D / kPvDims));
+    if (a.official) {
+      e.launch(pv_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
+    } else {
+      e.launch(pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
+    }
   }
   e.note(cudaGetLastError());
 }

@@ -17,6 +17,13 @@ void set_attention_tc(bool on);
 // The fewest rows a launch needs to take it (1 unless DEEPINFER_CUDA_ATTN_TC_MIN_ROWS says).
 int attention_tc_min_rows();
 void set_attention_tc_min_rows(int rows);
+// The decode variants (attention_tc.cu; the same bits): on unless DEEPINFER_CUDA_ATTN_TC_DECODE=0,
+// taken by launches of at most attention_tc_decode_rows() rows (DEEPINFER_CUDA_ATTN_TC_DECODE_ROWS,
+// default 16) with at most 1024 slots.
+bool attention_tc_decode();
+void set_attention_tc_decode(bool on);
+int attention_tc_decode_rows();
+void set_attention_tc_decode_rows(int rows);
 // H a multiple of 64, D of 128, at most 8192 slots, 16-byte aligned q and keys, ≥ min rows.
 bool attention_tc_supported(const AttnArgs& a, int64_t rows);
 // o as attention(); probs: its scratch [n, H, W + cslots] (holds the probabilities afterwards).

@@ -1,13 +1,15 @@
 // Device check of the tensor-core prefill attention (attention_tc.cuh) against the reference body
 // on random inputs at V4-Flash sizes (64 heads × 512 dims, window 128, top-512 CSA and HCA):
 // a 512-row chunk from position 0, one continuing at 7,680 (its window partly in the ring, 1,920
-// visible CSA entries), a launch of two segments, and decode-sized launches (1, 4 and 16 sequences
-// of one row each near 4,096 positions, the threshold lowered for them); Exact and official. The
-// output is filled with NaN before the checked run, so unwritten values are caught; the time of the
-// per-(row, head) kernel it replaces is printed beside it.
+// visible CSA entries), a launch of two segments, and decode-sized launches (1, 4, 16 and 64
+// sequences of one row each near 4,096 positions, the threshold lowered for them); Exact and
+// official. The output is filled with NaN before each checked run, so unwritten values are caught;
+// the decode variants, forced at every row count, must give the prefill kernels' bits. The times
+// of both and of the per-(row, head) kernel they replace are printed beside it.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -63,7 +65,8 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
     e.to_host(h.data(), o.ptr, o.bytes());
     return h;
   };
-  const bool fast0 = fast_kernels(), tc0 = attention_tc();
+  const bool fast0 = fast_kernels(), tc0 = attention_tc(), dec0 = attention_tc_decode();
+  const int dec_rows0 = attention_tc_decode_rows();
   set_fast_kernels(false);  // the reference body
   e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
   attention(e, rows, a, probs.ptr, o.ptr);
@@ -75,11 +78,24 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   set_attention_tc(true);
   const int min_rows0 = attention_tc_min_rows();
   set_attention_tc_min_rows(1);  // decode-sized launches too
-  e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
-  attention(e, rows, a, probs.ptr, o.ptr);
-  const std::vector<float> tc = result();
-  const double ms_tc = time_ms(e, 10, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
+  // Three configurations: as the forward runs (checked against the reference), the prefill
+  // kernels at every row count and the decode variants at every row count (compared bitwise).
+  auto run = [&](bool decode, int decode_rows, double& ms) {
+    set_attention_tc_decode(decode);
+    set_attention_tc_decode_rows(decode_rows);
+    e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
+    attention(e, rows, a, probs.ptr, o.ptr);
+    std::vector<float> h = result();
+    ms = time_ms(e, 20, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
+    return h;
+  };
+  double ms_tc = 0, ms_prefill = 0, ms_decode = 0;
+  const std::vector<float> tc = run(dec0, dec_rows0, ms_tc);
+  const std::vector<float> prefill_kernels = run(false, 0, ms_prefill);
+  const std::vector<float> decode_kernels = run(true, 1 << 30, ms_decode);
   const bool used = attention_tc_supported(a, n);
+  set_attention_tc_decode(dec0);
+  set_attention_tc_decode_rows(dec_rows0);
   set_attention_tc_min_rows(min_rows0);
   set_fast_kernels(fast0);
   set_attention_tc(tc0);
@@ -88,15 +104,31 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   kc.tolerance = official ? 1e-2 : 1e-4;  // official outputs are bf16: a few ulps of 2^-8
   kc.rel_error = e.sync().ok() ? err.rel : 1.0;
   if (!used) kc.rel_error = 1.0;
-  char line[320];
+  char line[400];
   std::snprintf(line, sizeof line,
-                "attention tc %-26s %s %-8s tc %7.3f ms  per-(row, head) %7.3f ms  reference "
-                "%8.2f ms  rel.err %.2e (tol %.0e)%s%s",
-                l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", ms_tc, ms_old,
-                ms_ref, kc.rel_error, kc.tolerance, err.non_finite ? " (non-finite values)" : "",
-                used ? "" : " (not supported)");
+                "attention tc %-26s %s %-8s tc %7.3f ms (prefill kernels %7.3f, decode kernels "
+                "%7.3f)  per-(row, head) %7.3f ms  reference %8.2f ms  rel.err %.2e (tol %.0e)%s%s",
+                l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", ms_tc,
+                ms_prefill, ms_decode, ms_old, ms_ref, kc.rel_error, kc.tolerance,
+                err.non_finite ? " (non-finite values)" : "", used ? "" : " (not supported)");
   kc.line = line;
   out.push_back(kc);
+  // The decode variants must give the prefill kernels' bits (batch invariance: which one a row
+  // takes depends on the launch's row count).
+  int64_t differ = 0;
+  for (size_t i = 0; i < prefill_kernels.size(); ++i) {
+    differ += std::memcmp(&prefill_kernels[i], &decode_kernels[i], sizeof(float)) != 0;
+  }
+  KernelCheck bits;
+  bits.tolerance = 0;
+  bits.rel_error = differ == 0 && used ? 0.0 : 1.0;
+  std::snprintf(line, sizeof line,
+                "attention tc %-26s %s %-8s decode kernels vs prefill kernels: %lld of %zu values "
+                "differ in bits",
+                l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact",
+                static_cast<long long>(differ), prefill_kernels.size());
+  bits.line = line;
+  out.push_back(bits);
 }
 
 }  // namespace
@@ -108,13 +140,14 @@ std::vector<KernelCheck> attention_tc_kernel_report() {
   Exec e;
   cudaStreamCreate(&e.stream);
   std::mt19937 rng(23);
-  CheckLaunch first, last, two, dec1, dec4, dec16;
+  CheckLaunch first, last, two, dec1, dec4, dec16, dec64;
   first.name = "512 rows from 0";
   last.name = "512 rows from 7680";
   two.name = "2 x 256 rows (0, 300)";
   dec1.name = "decode 1 row at 4095";
   dec4.name = "decode 4 rows at 4095";
   dec16.name = "decode 16 rows at 4095";
+  dec64.name = "decode 64 rows at 4095";
   first.add(0, 0, 512);
   last.add(1, 7680, 512);
   two.add(0, 0, 256);
@@ -122,7 +155,8 @@ std::vector<KernelCheck> attention_tc_kernel_report() {
   dec1.add(0, 4095, 1);
   for (int s = 0; s < 4; ++s) dec4.add(s, 4095 - 7 * s, 1);
   for (int s = 0; s < 16; ++s) dec16.add(s, 4095 - 7 * s, 1);
-  for (const CheckLaunch* l : {&first, &last, &two, &dec1, &dec4, &dec16}) {
+  for (int s = 0; s < 64; ++s) dec64.add(s, 4095 - 7 * s, 1);
+  for (const CheckLaunch* l : {&first, &last, &two, &dec1, &dec4, &dec16, &dec64}) {
     for (int ratio : {4, 128}) {
       for (bool official : {true, false}) check_launch(e, rng, *l, ratio, official, out);
     }
