@@ -29,5 +29,13 @@ TEST(CudaKernels, GroupedExpertsDecodeMatchTheReference) {
   expect_within_tolerance(checks);
 }
 
+// The decode kernel's launch shapes change speed only: the same bits in every shape.
+TEST(CudaKernels, GroupedExpertsDecodeShapesAgree) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = expert_dec_shape_report();
+  EXPECT_EQ(checks.size(), 32u);  // FP4 × 4 batch sizes × 8 shapes
+  expect_within_tolerance(checks);
+}
+
 }  // namespace
 }  // namespace deepinfer::cuda

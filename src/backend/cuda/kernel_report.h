@@ -40,6 +40,9 @@ std::vector<KernelCheck> expert_lt_kernel_report();
 // and uniform routing, bf16-exact inputs: ≤ 1e-4 relative, no NaN left, batch-invariant bits, and
 // its bandwidth over the distinct experts' bytes beside the CUDA-core kernel's.
 std::vector<KernelCheck> expert_dec_kernel_report();
+// The FP4 decode kernel's launch shapes (ExpertDecShape) at 1 / 4 / 16 / 21 tokens: each shape's
+// outputs the same bits as shape {2, 2, 0, 8} (tolerance 0), with the times.
+std::vector<KernelCheck> expert_dec_shape_report();
 
 // The tensor-core prefill attention (attention_tc.cuh) against the reference body at V4-Flash
 // sizes: 512-row chunks from 0 and from 7,680 and a two-segment launch, CSA and HCA, Exact

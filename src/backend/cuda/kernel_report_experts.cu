@@ -533,4 +533,116 @@ std::vector<KernelCheck> expert_dec_kernel_report() {
   return report;
 }
 
+// The FP4 decode mma kernel's launch shapes (ExpertDecShape) at decode slot counts below E / 2
+// (1, 4, 16, 21 tokens, uniform routing), bf16-exact inputs: every shape's outputs the same bits
+// as shape {2, 2, 0, 8} (the one from E / 2 slots), and each one's time (plan + w1/w3 + w2)
+// beside the CUDA-core kernel's.
+std::vector<KernelCheck> expert_dec_shape_report() {
+  std::vector<KernelCheck> report;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return report;
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  std::mt19937 rng(37);
+  constexpr int E = 256, K = 6;
+  constexpr int64_t kOut = 2048, kIn = 4096;
+  const ExpertDecShape base{2, 2, 0, 8};
+  const ExpertDecShape shapes[] = {{1, 2, 4, 2}, {1, 4, 4, 2}, {1, 8, 4, 2}, {1, 4, 8, 2},
+                                   {1, 4, 2, 2}, {1, 4, 4, 1}, {1, 4, 4, 8}, {2, 4, 4, 2}};
+  for (DevFormat f : {DevFormat::FP4}) {
+    Experts w1 = random_experts(e, f, E, kOut, kIn, 1000 + static_cast<uint32_t>(f));
+    Experts w3 = random_experts(e, f, E, kOut, kIn, 1100 + static_cast<uint32_t>(f));
+    Experts w2 = random_experts(e, f, E, kIn, kOut, 1200 + static_cast<uint32_t>(f));
+    for (int64_t tokens : {1, 4, 16, 21}) {
+      const int64_t slots = tokens * K;
+      std::vector<int32_t> hidx(static_cast<size_t>(slots));
+      std::uniform_int_distribution<int> any(0, E - 1);
+      for (auto& v : hidx) v = any(rng);
+      if (tokens == 1) hidx = {3, 17, 40, 41, 99, 127};
+      std::vector<float> hx(static_cast<size_t>(slots * kIn));
+      std::normal_distribution<float> gauss(0.0f, 1.0f);
+      for (auto& v : hx) v = bf16r(gauss(rng));
+      DeviceArray<int32_t> idx;
+      idx.upload(e, hidx);
+      DeviceArray<float> x, y1, y3, y2;
+      x.upload(e, hx);
+      for (auto* a : {&y1, &y3}) a->allocate(e, static_cast<size_t>(slots * kOut));
+      y2.allocate(e, static_cast<size_t>(slots * kIn));
+      ExpertPlanBuffers pb;
+      pb.allocate(e, slots, E);
+      const ExpertPlan plan = pb.plan();
+      const auto dec = [&] {
+        moe_plan(e, idx.ptr, slots, E, plan);
+        grouped_experts_dec(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
+                            {w3.table.ptr, y3.ptr}, kOut, kOut, kIn, false, f);
+        grouped_experts_dec(e, plan, slots, E, x.ptr, true, K, {w2.table.ptr, y2.ptr}, {}, kIn, kIn,
+                            kOut, false, f);
+      };
+      const auto outputs = [&] {
+        std::vector<float> all(static_cast<size_t>(slots * (2 * kOut + kIn)));
+        e.to_host(all.data(), y1.ptr, static_cast<size_t>(slots * kOut) * 4);
+        e.to_host(all.data() + slots * kOut, y3.ptr, static_cast<size_t>(slots * kOut) * 4);
+        e.to_host(all.data() + 2 * slots * kOut, y2.ptr, static_cast<size_t>(slots * kIn) * 4);
+        if (!e.sync().ok()) all.assign(all.size(), std::nanf(""));
+        return all;
+      };
+      const auto fill_nan = [&] {
+        for (auto* y : {&y1, &y3, &y2}) cudaMemsetAsync(y->ptr, 0xff, y->bytes(), e.stream);
+      };
+      const int iters = 30;
+      set_experts_dec_shape(base);
+      fill_nan();
+      dec();
+      const std::vector<float> want = outputs();
+      int64_t bad = 0;
+      for (float v : want) bad += std::isfinite(v) ? 0 : 1;
+      const float ms_base = time_ms(e, iters, dec);
+      const float ms_cc = time_ms(e, iters, [&] {
+        moe_plan(e, idx.ptr, slots, E, plan);
+        grouped_experts(e, plan, slots, E, x.ptr, false, K, {w1.table.ptr, y1.ptr},
+                        {w3.table.ptr, y3.ptr}, kOut, kOut, kIn, false, f);
+        grouped_experts(e, plan, slots, E, x.ptr, true, K, {w2.table.ptr, y2.ptr}, {}, kIn, kIn,
+                        kOut, false, f);
+      });
+      std::vector<int32_t> sorted = hidx;
+      std::sort(sorted.begin(), sorted.end());
+      const int64_t distinct = std::unique(sorted.begin(), sorted.end()) - sorted.begin();
+      const double bytes = 3.0 * static_cast<double>(distinct * w1.bytes_per_expert);
+      const auto gbs = [&](double ms) { return bytes / (ms * 1e-3) / 1e9; };
+      const ExpertDecShape def = experts_dec_shape(slots, E, f);
+      for (const ExpertDecShape& sh : shapes) {
+        set_experts_dec_shape(sh);
+        fill_nan();
+        dec();
+        const std::vector<float> got = outputs();
+        int64_t differ = 0;
+        for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], 4) != 0;
+        const float ms = time_ms(e, iters, dec);
+        char line[360];
+        std::snprintf(line, sizeof line,
+                      "%s experts decode mma shape T=%d D=%d W=%d P=%d%s tokens=%-3lld "
+                      "distinct=%-3lld %7.3f ms (%6.1f GB/s, %4.1f%% of 4.8 TB/s); shape 2,2,0,8 "
+                      "%7.3f ms (%6.1f GB/s); CUDA-core %7.3f ms (%6.1f GB/s)  bits differ %lld  "
+                      "non-finite %lld",
+                      fmt_name(f), sh.tiles, sh.depth, sh.warps, sh.pass,
+                      sh.tiles == def.tiles && sh.depth == def.depth && sh.warps == def.warps &&
+                              sh.pass == def.pass
+                          ? " (default)"
+                          : "",
+                      static_cast<long long>(tokens), static_cast<long long>(distinct), ms, gbs(ms),
+                      gbs(ms) / 48.0, ms_base, gbs(ms_base), ms_cc, gbs(ms_cc),
+                      static_cast<long long>(differ), static_cast<long long>(bad));
+        KernelCheck kc;
+        kc.line = line;
+        kc.rel_error = differ == 0 && bad == 0 ? 0.0 : 1.0;
+        kc.tolerance = 0;
+        report.push_back(kc);
+      }
+      set_experts_dec_shape({});
+    }
+  }
+  cudaStreamDestroy(e.stream);
+  return report;
+}
+
 }  // namespace deepinfer::cuda

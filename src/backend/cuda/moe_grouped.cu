@@ -351,7 +351,7 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
   // Decode-sized launches of the same numerics on the mma kernel for few slots per expert
   // (batch-invariant mode keeps the CUDA-core kernel, whose bits it was checked with).
   const bool dec = !tc && experts_decode_tc() && !batch_invariant() && qx &&
-                   slots >= experts_decode_tc_min_slots(E) &&
+                   slots >= experts_decode_tc_min_slots(E, r.f1) &&
                    grouped_experts_dec_supported(d, r.f1) &&
                    grouped_experts_dec_supported(inter, r.f2);
   const auto product = tc ? grouped_experts_tc : dec ? grouped_experts_dec : grouped_experts;

@@ -122,16 +122,29 @@ bool grouped_tensor_cores();
 // expert's weight rows as the 16-row side and 8 slots per pass as the 8-wide side, activations
 // and scaled weights rounded to bf16 — exact only where they are bf16-exact (official numerics:
 // FP8-quantized activations, FP8/FP4 experts), so routed_grouped takes it only there, below the
-// prefill-sized launches and from experts_decode_tc_min_slots(E) slots up (E / 2 by default: on
-// the H200 the CUDA-core kernel is faster at 6 slots and even at 96, FP4, over 256 experts; env
-// DEEPINFER_CUDA_EXPERTS_DECODE_TC_MIN_SLOTS sets it). A slot's sum does not depend on the other
-// slots of the launch, but differs in its last bits from the CUDA-core kernel's, so a token's
-// bits change where a decode batch crosses the threshold; batch-invariant mode keeps the
-// CUDA-core kernel. On by default; false (or env DEEPINFER_CUDA_EXPERTS_DECODE_TC=0) keeps decode
-// on the CUDA-core kernel.
+// prefill-sized launches and from experts_decode_tc_min_slots(E, format) slots up (FP4 E / 8 by
+// default: on the H200, 256 experts, the CUDA-core kernel is faster at 6 slots and on par at 24,
+// the mma kernel 8–12 % faster at 96 and 126; FP8 / bf16 E / 2, not measured between; env
+// DEEPINFER_CUDA_EXPERTS_DECODE_TC_MIN_SLOTS sets it for all). A slot's
+// sum does not depend on the other slots of the launch, but differs in its last bits from the
+// CUDA-core kernel's, so a token's bits change where a decode batch crosses the threshold;
+// batch-invariant mode keeps the CUDA-core kernel. On by default; false (or env
+// DEEPINFER_CUDA_EXPERTS_DECODE_TC=0) keeps decode on the CUDA-core kernel.
 void set_experts_decode_tc(bool on);
 bool experts_decode_tc();
-int64_t experts_decode_tc_min_slots(int E);
+// The FP4 decode mma kernel's launch shape: tiles 16-row tiles a warp (1 or 2), depth 128-k
+// steps of weights in registers (2, 4 or 8 with one tile; 2 or 4 with two), warps a block (0:
+// halved from 8 while the grid would leave SMs idle), pass slots staged per pass (1–8). Speed
+// only: a slot's bits are the same in every shape. By default experts_dec_shape gives {1, 2, 4, 2}
+// below E / 2 slots and {2, 2, 0, 8} from there; set_experts_dec_shape (a shape the kernel runs,
+// or {} for the default; env DEEPINFER_CUDA_EXPERTS_DECODE_SHAPE="T,D,W,P") sets one for every
+// FP4 launch. FP8 and bf16 keep one shape ({2 (bf16 1), 2, 0, 8}).
+struct ExpertDecShape {
+  int tiles = 0, depth = 0, warps = 0, pass = 0;
+};
+void set_experts_dec_shape(const ExpertDecShape& s);
+ExpertDecShape experts_dec_shape(int64_t n_slots, int E, DevFormat format);
+int64_t experts_decode_tc_min_slots(int E, DevFormat format);
 bool grouped_experts_dec_supported(int64_t in, DevFormat format);
 void grouped_experts_dec(Exec& e, const ExpertPlan& plan, int64_t n_slots, int E, const float* x,
                          bool x_per_slot, int K, const ExpertProduct& a, const ExpertProduct& b,
