@@ -139,6 +139,7 @@ struct CudaModel::Impl {
   void block(int layer, const Rows& rows, const Segments& segs, const int32_t* entries);
   void attention_sublayer(int layer, const Rows& rows, const Segments& segs,
                           const int32_t* entries);
+  // y = the shared expert's output, rout the routed slots' (block() adds them in hc_post's launch).
   void moe_sublayer(int layer, const Rows& rows);
 };
 

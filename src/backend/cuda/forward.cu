@@ -196,10 +196,13 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     if (half == 0) {
       attention_sublayer(layer, rows, segs, entries);
       if (official && !B.wo_b.quantized()) round_bf16(exec, y.ptr, n * d);  // else rounded
+      hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr, official);
     } else {
+      // The routed experts' weighted sum joins y in hc_post's launch.
       moe_sublayer(layer, rows);
+      moe_combine_hc_post(exec, rout.ptr, wts.ptr, c.experts_per_token, official, official, y.ptr,
+                          hp, X.ptr, post.ptr, comb.ptr, n, X2.ptr, official);
     }
-    hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr, official);
     std::swap(X.ptr, X2.ptr);
   }
 }
@@ -325,8 +328,12 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   aa.scale = 1.0f / std::sqrt(static_cast<float>(D));
   aa.scratch = static_cast<int64_t>(probs.count);
   attention(exec, rows, aa, probs.ptr, o.ptr);
-  rope(exec, o.ptr, n, H, D, pairs, inv, af, rows.pos, true);
-  if (official) round_bf16(exec, o.ptr, n * H * D);
+  if (official && D % 2 == 0) {
+    rope_round_bf16(exec, o.ptr, n, H, D, pairs, inv, af, rows.pos, true);
+  } else {
+    rope(exec, o.ptr, n, H, D, pairs, inv, af, rows.pos, true);
+    if (official) round_bf16(exec, o.ptr, n * H * D);
+  }
   const int G = c.o_groups, olr = c.o_lora_rank;
   const int64_t gw = int64_t{H} * D / G;
   // The grouped wo_a (on unless DEEPINFER_CUDA_GROUP_WO_A=0): its G split-row products in one
@@ -396,8 +403,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   if (!exec.emulate && routed_grouped_supported(re, d, inter)) {
     routed_grouped(exec, expert_plan.plan(), re, xn.ptr, n, E, K, d, inter, limit, wts.ptr,
                    official, rh1.ptr, rh3.ptr, rout.ptr, xq.ptr, idx.ptr, xn_q);
-    moe_combine(exec, rout.ptr, wts.ptr, n, K, d, official, official, y.ptr);
-    return;
+    return;  // rout joins y in moe_combine_hc_post
   }
   linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r1, idx.ptr, rh1.ptr, inter, inter, d,
                  official, qx, B.ffn.f1, xq.ptr);
@@ -406,7 +412,6 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   swiglu(exec, rh1.ptr, rh3.ptr, slots, inter, limit, official ? wts.ptr : nullptr, official);
   linear_experts(exec, rh1.ptr, true, slots, K, B.ffn.r2, idx.ptr, rout.ptr, d, d, inter, official,
                  qx, B.ffn.f2, xq.ptr);
-  moe_combine(exec, rout.ptr, wts.ptr, n, K, d, official, official, y.ptr);
 }
 
 }  // namespace deepinfer::cuda

@@ -303,6 +303,40 @@ void swiglu_quant_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
+// The attention output's inverse RoPE and bf16 rounding in one launch (rope_round_bf16) against
+// rope() then round_bf16, bitwise, at V4-Flash's 64 heads × 512 (64 rotated).
+void rope_round_checks(Ctx& c, std::vector<KernelCheck>& out) {
+  constexpr int H = 64, D = 512, R = 64;
+  for (const int64_t n : {int64_t{1}, int64_t{16}}) {
+    const std::vector<float> h = normal(c, static_cast<size_t>(n * H * D), 2.0f);
+    std::vector<float> hinv(static_cast<size_t>(R / 2));
+    for (size_t i = 0; i < hinv.size(); ++i)
+      hinv[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(R));
+    std::vector<int32_t> hpos(static_cast<size_t>(n));
+    for (size_t i = 0; i < hpos.size(); ++i) hpos[i] = static_cast<int32_t>(4095 - 29 * i);
+    DeviceArray<float> o, inv;
+    DeviceArray<int32_t> pos;
+    o.upload(c.e, h);
+    inv.upload(c.e, hinv);
+    pos.upload(c.e, hpos);
+    const auto separate = [&] {
+      rope(c.e, o.ptr, n, H, D, R / 2, inv.ptr, 1.25f, pos.ptr, true);
+      round_bf16(c.e, o.ptr, n * H * D);
+    };
+    const auto together = [&] {
+      rope_round_bf16(c.e, o.ptr, n, H, D, R / 2, inv.ptr, 1.25f, pos.ptr, true);
+    };
+    c.e.to_device(o.ptr, h.data(), o.bytes());
+    separate();
+    const std::vector<float> ref = to_host(c, o);
+    c.e.to_device(o.ptr, h.data(), o.bytes());
+    together();
+    const std::vector<float> got = to_host(c, o);
+    same_bits(c, out, "inverse rope + bf16 rounding fused, " + std::to_string(n) + " row(s)", ref,
+              got, true, time_ms(c, 20, together), time_ms(c, 20, separate));
+  }
+}
+
 }  // namespace
 
 std::vector<KernelCheck> fused_kernel_report() {
@@ -319,6 +353,7 @@ std::vector<KernelCheck> fused_kernel_report() {
   hc_pre_norm_checks(c, out);
   kv_norm_rope_checks(c, out);
   swiglu_quant_checks(c, out);
+  rope_round_checks(c, out);
   dev.finish(out, "fused kernel checks");
   set_fast_kernels(fast0);
   return out;

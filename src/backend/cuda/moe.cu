@@ -85,3 +85,32 @@ void moe_combine(Exec& e, const float* out, const float* weights, int64_t n, int
 }
 
 }  // namespace deepinfer::cuda
+
+namespace deepinfer::cuda {
+
+void moe_combine_hc_post(Exec& e, const float* out, const float* weights, int K, bool pre_weighted,
+                         bool official, float* y, const HcParams& p, const float* X,
+                         const float* post, const float* comb, int64_t n, float* X_out,
+                         bool round_out) {
+  const int hc = p.hc;
+  const int64_t d = p.d;
+  e.each(n * d, [=] DI_HD(int64_t i) {
+    const int64_t r = i / d, c = i % d;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) {
+      const float v = out[(r * K + k) * d + c];
+      acc += pre_weighted ? v : weights[r * K + k] * v;
+    }
+    const float sum = y[i] + acc;
+    const float yv = official ? bf16r(sum) : sum;
+    y[i] = yv;
+    const float* C = comb + r * hc * hc;
+    for (int j = 0; j < hc; ++j) {
+      float o = post[r * hc + j] * yv;
+      for (int s = 0; s < hc; ++s) o += C[s * hc + j] * X[(r * hc + s) * d + c];
+      X_out[(r * hc + j) * d + c] = round_out ? bf16r(o) : o;
+    }
+  });
+}
+
+}  // namespace deepinfer::cuda

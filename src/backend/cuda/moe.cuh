@@ -41,5 +41,12 @@ bool swiglu_quant(Exec& e, float* h1, const float* h3, int64_t rows, int64_t int
 // y[r] += Σ_k (weights[r, k] or 1 when pre_weighted) · out[r·K + k]; bf16 when official.
 void moe_combine(Exec& e, const float* out, const float* weights, int64_t n, int K, int64_t d,
                  bool pre_weighted, bool official, float* y);
+// moe_combine into y, then hc_post(p, X, post, comb, y, n, X_out, round_out), as one launch of a
+// thread per (row, column): the same expressions on the same values (the same bits); hc_post's
+// column k needs only y's column k of its row.
+void moe_combine_hc_post(Exec& e, const float* out, const float* weights, int K, bool pre_weighted,
+                         bool official, float* y, const HcParams& p, const float* X,
+                         const float* post, const float* comb, int64_t n, float* X_out,
+                         bool round_out);
 
 }  // namespace deepinfer::cuda

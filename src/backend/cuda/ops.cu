@@ -240,6 +240,28 @@ void rope(Exec& e, float* x, int64_t n, int per_row, int width, int pairs, const
   });
 }
 
+void rope_round_bf16(Exec& e, float* x, int64_t n, int per_row, int width, int pairs,
+                     const float* inv_freq, float attention_factor, const int32_t* pos,
+                     bool inverse) {
+  const int half = width / 2, first = (width - 2 * pairs) / 2;  // the first rotated pair
+  e.each(n * per_row * half, [=] DI_HD(int64_t i) {
+    const int64_t vec = i / half, p2 = i % half;
+    float* xp = x + vec * width + 2 * p2;
+    if (p2 < first) {
+      xp[0] = bf16r(xp[0]);
+      xp[1] = bf16r(xp[1]);
+      return;
+    }
+    const float phi = inv_freq[p2 - first] * static_cast<float>(pos[vec / per_row]);
+    const float c = cosf(phi) * attention_factor;
+    float s = sinf(phi) * attention_factor;
+    if (inverse) s = -s;
+    const float a = xp[0], b = xp[1];
+    xp[0] = bf16r(a * c - b * s);
+    xp[1] = bf16r(b * c + a * s);
+  });
+}
+
 void kv_rows_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim) {
   if (!e.emulate && fast_kernels() && fast_ops()) {
     kv_rows_official_fast(e, kv, rows, head_dim, rope_dim);

@@ -79,6 +79,10 @@ void q_head_norm_rope_official(Exec& e, float* q, int64_t rows, int64_t head_dim
 // at the row's position pos[r] (inverse: the rotation by −φ).
 void rope(Exec& e, float* x, int64_t n, int per_row, int width, int pairs, const float* inv_freq,
           float attention_factor, const int32_t* pos, bool inverse);
+// rope() then round_bf16 over the whole rows (width even), as one launch: the same bits.
+void rope_round_bf16(Exec& e, float* x, int64_t n, int per_row, int width, int pairs,
+                     const float* inv_freq, float attention_factor, const int32_t* pos,
+                     bool inverse);
 
 // Official KV QAT: bf16 rows, FP8 per 64 on the first head_dim − rope_dim dims.
 void kv_rows_official(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim);
