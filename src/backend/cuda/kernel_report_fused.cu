@@ -1,8 +1,8 @@
 // Device self-check of the fused per-row kernels of the decode step against what they replace:
 // the float4 RMSNorm and sums of squares against the reference bodies (fp32 rounding), the fused
-// MoE routing against its reference launches (bitwise), and the mHC pre + norm, KV row and
-// SwiGLU + FP8 copy kernels against the separate fast launches (bitwise). Outputs are NaN-poisoned
-// before checked runs.
+// MoE routing against its reference launches (bitwise), and the mHC pre + norm, KV row,
+// SwiGLU + FP8 copy, inverse RoPE + rounding and combine + mHC post kernels against the separate
+// launches (bitwise). Outputs are NaN-poisoned before checked runs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -337,6 +337,46 @@ void rope_round_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
+// The routed experts' combine joined to hc_post (moe_combine_hc_post) against moe_combine then
+// hc_post, bitwise, at V4-Flash's top-6 of 4096-wide rows and hc 4.
+void combine_post_checks(Ctx& c, std::vector<KernelCheck>& out) {
+  constexpr int K = 6, hc = 4;
+  constexpr int64_t d = 4096;
+  for (const int64_t n : {int64_t{1}, int64_t{16}}) {
+    const std::vector<float> hy = normal(c, static_cast<size_t>(n * d));
+    DeviceArray<float> rout, wts, y, X, post, comb, X2;
+    rout.upload(c.e, normal(c, static_cast<size_t>(n * K * d)));
+    wts.upload(c.e, normal(c, static_cast<size_t>(n * K), 0.3f));
+    y.upload(c.e, hy);
+    X.upload(c.e, normal(c, static_cast<size_t>(n * hc * d)));
+    post.upload(c.e, normal(c, static_cast<size_t>(n * hc)));
+    comb.upload(c.e, normal(c, static_cast<size_t>(n * hc * hc), 0.5f));
+    X2.allocate(c.e, static_cast<size_t>(n * hc * d));
+    HcParams p;
+    p.hc = hc;
+    p.d = d;
+    const auto separate = [&] {
+      moe_combine(c.e, rout.ptr, wts.ptr, n, K, d, false, true, y.ptr);
+      hc_post(c.e, p, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr, true);
+    };
+    const auto together = [&] {
+      moe_combine_hc_post(c.e, rout.ptr, wts.ptr, K, false, true, y.ptr, p, X.ptr, post.ptr,
+                          comb.ptr, n, X2.ptr, true);
+    };
+    const auto run = [&](auto f) {
+      c.e.to_device(y.ptr, hy.data(), y.bytes());
+      poison(c, X2);
+      f();
+      std::vector<float> v = to_host(c, X2), t = to_host(c, y);
+      v.insert(v.end(), t.begin(), t.end());
+      return v;
+    };
+    const std::vector<float> ref = run(separate), got = run(together);
+    same_bits(c, out, "moe combine + mHC post fused, " + std::to_string(n) + " row(s)", ref, got,
+              true, time_ms(c, 20, together), time_ms(c, 20, separate));
+  }
+}
+
 }  // namespace
 
 std::vector<KernelCheck> fused_kernel_report() {
@@ -354,6 +394,7 @@ std::vector<KernelCheck> fused_kernel_report() {
   kv_norm_rope_checks(c, out);
   swiglu_quant_checks(c, out);
   rope_round_checks(c, out);
+  combine_post_checks(c, out);
   dev.finish(out, "fused kernel checks");
   set_fast_kernels(fast0);
   return out;
