@@ -17,5 +17,12 @@ TEST(CudaKernels, DecodeDenseProductsMatchTheReference) {
   expect_within_tolerance(checks);
 }
 
+TEST(CudaKernels, OneRowGemvMatchesTheReference) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = gemv_row1_kernel_report();
+  EXPECT_EQ(checks.size(), 24u);  // 4 products × (old kernels, 4 tunings, a copy)
+  expect_within_tolerance(checks);
+}
+
 }  // namespace
 }  // namespace deepinfer::cuda

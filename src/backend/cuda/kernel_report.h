@@ -64,6 +64,11 @@ std::vector<KernelCheck> prefill_kernel_report();
 // weight) through linear(), as GEMV passes of 8 rows and as the default path past them (cuBLASLt,
 // the narrow cluster kernel): against the reference body, with GB/s and the share of 4.8 TB/s.
 std::vector<KernelCheck> decode_dense_kernel_report();
+// The one-row GEMV (gemv_row1.cuh) on the slice's batch-1 shapes (an FP8 split-row weight, a
+// 32,768-row piece of the bf16 LM head, wo_a's group of eight, the xn group): each stage count and
+// split target against the reference body (≤ 1e-4), its GB/s with the weights cold in L2 and warm,
+// beside the older kernels' and a device copy of the same bytes.
+std::vector<KernelCheck> gemv_row1_kernel_report();
 
 // compressor_push_fast against the reference push: multi-segment launches that start inside
 // windows and continue, both compressor kinds (ratio 4 overlapping, ratio 128); entry stores and
