@@ -255,14 +255,11 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   }
   if (count > 0) gemv_split_row_group(exec, group_x, d, n, jobs, count);
 
-  // qr quantized for wq_b's GEMV pass in the norm's launch (where linear() would quantize it);
-  // xq keeps it for the indexer's wq_b (nothing between writes xq).
-  const float* qr_q = nullptr;
+  // qr quantized for wq_b's GEMV pass in the norm's launch (where linear() would quantize it).
   if (official && B.wq_b.quantized() && B.wq_b.quantize_input && !exec.emulate && fast_kernels() &&
       n <= gemv_max_rows() && !batch_invariant()) {
     rms_norm_quant(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, true, xq.ptr);
-    qr_q = xq.ptr;
-    linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr, qr_q);
+    linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr, xq.ptr);
   } else {
     rms_norm(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, official);
     linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr);
@@ -297,9 +294,7 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     if (csa) compress(B.index_compressor, L.icomp, ica.ptr, icg.ptr, ipairs, true);
   }
   if (csa) {
-    const bool same_q = B.index_wq_b.quantized() && B.index_wq_b.quantize_input;
-    linear(exec, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr,
-           same_q ? qr_q : nullptr);
+    linear(exec, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr);
     rope(exec, iq.ptr, n, ih, ihd, ipairs, comp_inv, comp_af, rows.pos, false);
     if (official) indexer_rows_official(exec, iq.ptr, n * ih, ihd);
     const float wscale = official ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
