@@ -13,6 +13,12 @@ namespace deepinfer::cuda {
 
 // Whether the callers take these kernels (with fast_kernels()); DEEPINFER_CUDA_FAST_OPS=0 keeps
 // the reference bodies, to measure a step before and after with one binary.
+// The fused row kernels not yet run on the GPU at the time they landed — mHC pre + RMSNorm
+// (hc_pre_norm_fused), the q head norm with RoPE, the KV row, the shared expert's SwiGLU with its
+// FP8 copy (swiglu_quant): off unless DEEPINFER_CUDA_FUSED_ROWS=1 (or set_fused_rows(true), as
+// their kernel checks do); each is checked bitwise against the launches it replaces.
+bool fused_rows();
+void set_fused_rows(bool on);
 bool fast_ops();
 
 // attention(): a block per (row, head): the row's logits, its softmax (Exact, or the official
@@ -58,10 +64,10 @@ void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int
 // q_head_norm_official(): a warp per head row (the sum of squares still in row order).
 void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);
 // The same with the rows' RoPE in the launch (q_head_norm_rope_official); false (nothing launched)
-// where the rotated part does not start on a warp boundary (DEEPINFER_CUDA_Q_NORM_ROPE=0 never).
+// where the rotated part does not start on a warp boundary or fused_rows() is off.
 // rms_norm(kv, w, official rounding) → rope() → kv_rows_official in one launch
 // (kv_norm_rope_official), the same bits; false where the row does not fit one float4 a thread
-// (DEEPINFER_CUDA_KV_NORM_ROPE=0 never).
+// (or fused_rows() off).
 bool kv_norm_rope_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim,
                                 const float* w, float eps, const RopeRows& rope_rows);
 bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
@@ -81,7 +87,7 @@ void hc_pre_rows_fast(Exec& e, const HcParams& p, const float* mix, const float*
 // hc_pre followed by rms_norm (or rms_norm_quant where xnq is given) of its u into xn, as one
 // launch after the sums of squares (mhc_pre_fused.cu), the same bits; false (nothing launched)
 // where it does not apply: not hc = 4 rows of a multiple of 128 in 256 … 4,096, the fast kernels
-// off, unaligned rows, no row_ss scratch (DEEPINFER_CUDA_HC_PRE_NORM=0 never).
+// off, unaligned rows, no row_ss scratch, fused_rows() off.
 bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n,
                        float* pre, float* post, float* comb, float* u, float* row_ss,
                        const float* norm_w, float eps, float* xn, bool round_in, bool round_out,

@@ -383,7 +383,8 @@ std::vector<KernelCheck> fused_kernel_report() {
   std::vector<KernelCheck> out;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
-  const bool fast0 = fast_kernels();
+  const bool fast0 = fast_kernels(), fused0 = fused_rows();
+  set_fused_rows(true);
   ReportDevice dev(17);
   Ctx& c = dev.c;
   set_fast_kernels(true);
@@ -397,6 +398,7 @@ std::vector<KernelCheck> fused_kernel_report() {
   combine_post_checks(c, out);
   dev.finish(out, "fused kernel checks");
   set_fast_kernels(fast0);
+  set_fused_rows(fused0);
   return out;
 }
 

@@ -423,6 +423,8 @@ std::vector<KernelCheck> op_kernel_report() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
   const bool fast0 = fast_kernels(), tc0 = attention_tc(), itc0 = indexer_tc();
+  const bool fused0 = fused_rows();
+  set_fused_rows(true);  // the q head norm + RoPE check
   // Not bitwise the reference: checked in kernel_report_attention_tc.cu / _indexer_tc.cu.
   set_attention_tc(false);
   set_indexer_tc(false);
@@ -476,6 +478,7 @@ std::vector<KernelCheck> op_kernel_report() {
   set_fast_kernels(fast0);
   set_attention_tc(tc0);
   set_indexer_tc(itc0);
+  set_fused_rows(fused0);
   return out;
 }
 

@@ -56,7 +56,7 @@ bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* 
                        float* pre, float* post, float* comb, float* u, float* row_ss,
                        const float* norm_w, float eps, float* xn, bool round_in, bool round_out,
                        float* xnq) {
-  static const bool on = env_switch("DEEPINFER_CUDA_HC_PRE_NORM", true);
+  const bool on = fused_rows();
   const int64_t d = p.d;
   // One float4 a thread (so a warp holds a 128-value FP8 block), the row in one block; rows of
   // fewer than 256 take rms_norm's serial body.

@@ -2,6 +2,7 @@
 // the reference launches of moe.cu it replaces (the same bits): the routing of a row as one block
 // (a thread per expert: scores, top-k by rank, normalized weights; a batch-1 step ran those as 12
 // launches of ~4 µs), and the shared expert's SwiGLU with its FP8 copy for w2.
+#include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/moe.cuh"
 
@@ -83,7 +84,7 @@ __global__ void swiglu_quant_kernel(float* h1, const float* __restrict__ h3, int
 
 bool swiglu_quant(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
                   bool official, float* xq) {
-  static const bool on = env_switch("DEEPINFER_CUDA_SWIGLU_QUANT", true);
+  const bool on = fused_rows();
   if (!on || e.emulate || !fast_kernels() || inter % 128 != 0) return false;
   const int64_t blocks = rows * inter / 128;
   if (blocks <= 0) return true;

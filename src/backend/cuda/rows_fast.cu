@@ -185,6 +185,13 @@ __global__ void hc_pre_rows_kernel(const HcParams q, const float* __restrict__ m
 
 }  // namespace
 
+namespace {
+bool g_fused_rows = env_switch("DEEPINFER_CUDA_FUSED_ROWS", false);
+}  // namespace
+
+bool fused_rows() { return g_fused_rows; }
+void set_fused_rows(bool on) { g_fused_rows = on; }
+
 bool fast_ops() {
   static const bool on = env_switch("DEEPINFER_CUDA_FAST_OPS", true);
   return on;
@@ -200,7 +207,7 @@ void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim
 
 bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps,
                            const RopeRows& rr) {
-  static const bool on = env_switch("DEEPINFER_CUDA_Q_NORM_ROPE", true);
+  const bool on = fused_rows();
   if (!on || rr.pairs <= 0 || head_dim % 32 != 0 || (head_dim - 2 * rr.pairs) % 32 != 0 ||
       2 * rr.pairs > head_dim || rr.per_row <= 0)
     return false;
@@ -214,7 +221,7 @@ bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, fl
 
 bool kv_norm_rope_official_fast(Exec& e, float* kv, int64_t rows, int head_dim, int rope_dim,
                                 const float* w, float eps, const RopeRows& rr) {
-  static const bool on = env_switch("DEEPINFER_CUDA_KV_NORM_ROPE", true);
+  const bool on = fused_rows();
   // The row as one float4 a thread, as rms_norm's float4 kernel holds it (the same sum order).
   const bool shape = head_dim % 128 == 0 && head_dim >= 256 && head_dim / 4 <= 1024 &&
                      rope_dim == 2 * rr.pairs && rr.per_row == 1;
