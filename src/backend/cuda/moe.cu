@@ -70,17 +70,24 @@ void swiglu(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, fl
   });
 }
 
+// y[i] plus row i / d's routed slots at column i % d (weighted unless pre_weighted), bf16-rounded
+// when official: moe_combine's value of y[i].
+DI_HD inline float combined(const float* out, const float* weights, int K, int64_t d,
+                            bool pre_weighted, bool official, const float* y, int64_t i) {
+  const int64_t r = i / d, c = i % d;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    const float v = out[(r * K + k) * d + c];
+    acc += pre_weighted ? v : weights[r * K + k] * v;
+  }
+  const float v = y[i] + acc;
+  return official ? bf16r(v) : v;
+}
+
 void moe_combine(Exec& e, const float* out, const float* weights, int64_t n, int K, int64_t d,
                  bool pre_weighted, bool official, float* y) {
   e.each(n * d, [=] DI_HD(int64_t i) {
-    const int64_t r = i / d, c = i % d;
-    float acc = 0.0f;
-    for (int k = 0; k < K; ++k) {
-      const float v = out[(r * K + k) * d + c];
-      acc += pre_weighted ? v : weights[r * K + k] * v;
-    }
-    const float v = y[i] + acc;
-    y[i] = official ? bf16r(v) : v;
+    y[i] = combined(out, weights, K, d, pre_weighted, official, y, i);
   });
 }
 
@@ -96,13 +103,7 @@ void moe_combine_hc_post(Exec& e, const float* out, const float* weights, int K,
   const int64_t d = p.d;
   e.each(n * d, [=] DI_HD(int64_t i) {
     const int64_t r = i / d, c = i % d;
-    float acc = 0.0f;
-    for (int k = 0; k < K; ++k) {
-      const float v = out[(r * K + k) * d + c];
-      acc += pre_weighted ? v : weights[r * K + k] * v;
-    }
-    const float sum = y[i] + acc;
-    const float yv = official ? bf16r(sum) : sum;
+    const float yv = combined(out, weights, K, d, pre_weighted, official, y, i);
     y[i] = yv;
     const float* C = comb + r * hc * hc;
     for (int j = 0; j < hc; ++j) {
