@@ -24,6 +24,7 @@
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/formats.cuh"
 #include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/row_reduce.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -203,11 +204,6 @@ __global__ void __launch_bounds__(128) decode_logits_kernel(const Rows rw, const
   }
 }
 
-__device__ inline float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
 __device__ inline float warp_sum(float v) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);

@@ -17,6 +17,7 @@
 
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/gemm_lt.cuh"
+#include "backend/cuda/row_reduce.cuh"
 
 namespace deepinfer::cuda {
 
@@ -309,9 +310,7 @@ __global__ void quantize_fp8_kernel(const float* __restrict__ x, int64_t ldx, in
     v[i] = src[i];
     amax = fmaxf(amax, fabsf(v[i]));
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1)
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  amax = warp_max(amax);
   const float sc = fp8_act_scale(amax);
   uint32_t packed = 0;
 #pragma unroll

@@ -5,6 +5,7 @@
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/moe.cuh"
+#include "backend/cuda/row_reduce.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -72,9 +73,7 @@ __global__ void swiglu_quant_kernel(float* h1, const float* __restrict__ h3, int
     h1[i] = v[k];
     amax = fmaxf(amax, fabsf(v[k]));
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1)
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  amax = warp_max(amax);
   const float s = fp8_act_scale(amax);
 #pragma unroll
   for (int k = 0; k < 4; ++k) xq[b * 128 + lane + 32 * k] = bf16r(round_e4m3(v[k] / s) * s);

@@ -223,9 +223,7 @@ __global__ void fp8_quant_kernel(const float* src, int64_t ld, float* dst, int64
   float amax = 0.0f;
 #pragma unroll 4
   for (int64_t i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(v[i]));
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1)
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  amax = warp_max(amax);
   const float s = fp8_act_scale(amax);
 #pragma unroll 4
   for (int64_t i = lane; i < len; i += 32) q[i] = bf16r(round_e4m3(v[i] / s) * s);

@@ -15,6 +15,13 @@ namespace deepinfer::cuda {
 
 constexpr int kVecMax = 4;
 
+// The warp's maximum of v, in every lane (exact in any order).
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
 // The block's sum of v, warp sums by shuffles, then warp 0 over the warp sums; shared ≥ 33 floats.
 // Ends on a barrier: every thread's reads before the call are done when it returns.
 __device__ __forceinline__ float block_sum_any(float v, float* shared) {
@@ -83,9 +90,7 @@ __device__ __forceinline__ void norm_row4(const float4 (&v)[kVecMax], int64_t di
     yr[i] = o;
     if constexpr (kQuant) {
       float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1)
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+      amax = warp_max(amax);
       const float q = fp8_act_scale(amax);
       yqr[i] = make_float4(bf16r(round_e4m3(o.x / q) * q), bf16r(round_e4m3(o.y / q) * q),
                            bf16r(round_e4m3(o.z / q) * q), bf16r(round_e4m3(o.w / q) * q));

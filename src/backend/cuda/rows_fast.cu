@@ -74,9 +74,7 @@ __device__ __forceinline__ void kv_nope_quant(float* row, int nope) {
     const int len = nope - b0 < kKvBlock ? nope - b0 : kKvBlock;
     float amax = 0.0f;
     for (int i = lane; i < len; i += 32) amax = fmaxf(amax, fabsf(row[b0 + i]));
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    amax = warp_max(amax);
     const float s = fp8_act_scale(amax);
     for (int i = lane; i < len; i += 32) row[b0 + i] = bf16r(round_e4m3(row[b0 + i] / s) * s);
   }
