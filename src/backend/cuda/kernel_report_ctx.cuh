@@ -22,6 +22,14 @@ struct Ctx {
   cudaEvent_t t0, t1;
 };
 
+// RoPE inverse frequencies for `rope_dim` rotated values (base 10,000), as the checks' tables.
+inline std::vector<float> rope_inv_freq(int rope_dim) {
+  std::vector<float> v(static_cast<size_t>(rope_dim / 2));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(rope_dim));
+  return v;
+}
+
 inline std::vector<float> normal(Ctx& c, size_t n, float sd = 1.0f) {
   std::normal_distribution<float> g(0.0f, sd);
   std::vector<float> v(n);

@@ -228,9 +228,7 @@ void kv_norm_rope_checks(Ctx& c, std::vector<KernelCheck>& out) {
   constexpr int D = 512, R = 64;
   for (const int64_t n : {int64_t{1}, int64_t{16}}) {
     const std::vector<float> hkv = normal(c, static_cast<size_t>(n * D), 2.0f);
-    std::vector<float> hinv(static_cast<size_t>(R / 2)), hw = normal(c, static_cast<size_t>(D));
-    for (size_t i = 0; i < hinv.size(); ++i)
-      hinv[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(R));
+    const std::vector<float> hinv = rope_inv_freq(R), hw = normal(c, static_cast<size_t>(D));
     std::vector<int32_t> hpos(static_cast<size_t>(n));
     for (size_t i = 0; i < hpos.size(); ++i) hpos[i] = static_cast<int32_t>(4095 - 53 * i);
     DeviceArray<float> kv, inv, w;
@@ -309,9 +307,7 @@ void rope_round_checks(Ctx& c, std::vector<KernelCheck>& out) {
   constexpr int H = 64, D = 512, R = 64;
   for (const int64_t n : {int64_t{1}, int64_t{16}}) {
     const std::vector<float> h = normal(c, static_cast<size_t>(n * H * D), 2.0f);
-    std::vector<float> hinv(static_cast<size_t>(R / 2));
-    for (size_t i = 0; i < hinv.size(); ++i)
-      hinv[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(R));
+    const std::vector<float> hinv = rope_inv_freq(R);
     std::vector<int32_t> hpos(static_cast<size_t>(n));
     for (size_t i = 0; i < hpos.size(); ++i) hpos[i] = static_cast<int32_t>(4095 - 29 * i);
     DeviceArray<float> o, inv;

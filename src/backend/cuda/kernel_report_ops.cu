@@ -338,9 +338,7 @@ void row_checks(Ctx& c, std::vector<KernelCheck>& out, const Shape& sh,
         },
         [&] { return to_host(c, q); });
     {  // the same with the rows' RoPE in the launch, against the norm then rope()
-      std::vector<float> hinv(static_cast<size_t>(R / 2));
-      for (size_t i = 0; i < hinv.size(); ++i)
-        hinv[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(R));
+      const std::vector<float> hinv = rope_inv_freq(R);
       std::vector<int32_t> hpos(static_cast<size_t>(n));
       for (size_t i = 0; i < hpos.size(); ++i) hpos[i] = static_cast<int32_t>(4095 - 37 * i);
       DeviceArray<float> inv;
