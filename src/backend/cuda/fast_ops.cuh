@@ -13,10 +13,10 @@ namespace deepinfer::cuda {
 
 // Whether the callers take these kernels (with fast_kernels()); DEEPINFER_CUDA_FAST_OPS=0 keeps
 // the reference bodies, to measure a step before and after with one binary.
-// The fused row kernels not yet run on the GPU at the time they landed — mHC pre + RMSNorm
-// (hc_pre_norm_fused), the q head norm with RoPE, the KV row, the shared expert's SwiGLU with its
-// FP8 copy (swiglu_quant): off unless DEEPINFER_CUDA_FUSED_ROWS=1 (or set_fused_rows(true), as
-// their kernel checks do); each is checked bitwise against the launches it replaces.
+// The second set of fused row kernels — mHC pre + RMSNorm (hc_pre_norm_fused), the q head norm
+// with RoPE, the KV row, the shared expert's SwiGLU with its FP8 copy (swiglu_quant): on unless
+// DEEPINFER_CUDA_FUSED_ROWS=0 (set_fused_rows; their kernel checks turn it on); each is checked
+// bitwise against the launches it replaces.
 bool fused_rows();
 void set_fused_rows(bool on);
 bool fast_ops();

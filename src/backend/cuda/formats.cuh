@@ -33,6 +33,18 @@ DI_HD inline float u2f(uint32_t u) {
 // Whether p may be read as float4 / uint4 (16-byte vector loads).
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
+// A RoPE pair (a, b) rotated by (c, s): a·c − b·s and b·c + a·s, each a fused multiply-add over
+// a rounded product, so every kernel that rotates pairs gives the same bits whatever the
+// compiler would contract (rope(), the norm kernels that rotate in their launch).
+DI_HD inline float2 rotate_pair(float a, float b, float c, float s) {
+#ifdef __CUDA_ARCH__
+  return make_float2(__fmaf_rn(a, c, -__fmul_rn(b, s)), __fmaf_rn(b, c, __fmul_rn(a, s)));
+#else
+  const float bs = b * s, as = a * s;
+  return make_float2(std::fma(a, c, -bs), std::fma(b, c, as));
+#endif
+}
+
 // Nearest bf16 (ties to even) as a float; NaN stays NaN.
 DI_HD inline float bf16r(float x) {
   if (x != x) return x;

@@ -34,7 +34,7 @@ void swiglu(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, fl
             const float* row_w, bool official);
 // swiglu() without row weights, and xq = h1's FP8 fake-quantized copy in 128-value blocks
 // (fp8_quant_rows_from's bits), in one launch (moe_fast.cu); false (nothing launched) where it
-// does not apply: emulated, inter not a multiple of 128 (off unless fused_rows()).
+// does not apply: emulated, inter not a multiple of 128, fused_rows() off.
 bool swiglu_quant(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
                   bool official, float* xq);
 

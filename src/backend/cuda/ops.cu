@@ -234,9 +234,9 @@ void rope(Exec& e, float* x, int64_t n, int per_row, int width, int pairs, const
     float s = sinf(phi) * attention_factor;
     if (inverse) s = -s;
     float* xp = x + (r * per_row + v) * width + width - 2 * pairs + 2 * pr;
-    const float a = xp[0], b = xp[1];
-    xp[0] = a * c - b * s;
-    xp[1] = b * c + a * s;
+    const float2 y = rotate_pair(xp[0], xp[1], c, s);
+    xp[0] = y.x;
+    xp[1] = y.y;
   });
 }
 
@@ -256,9 +256,9 @@ void rope_round_bf16(Exec& e, float* x, int64_t n, int per_row, int width, int p
     const float c = cosf(phi) * attention_factor;
     float s = sinf(phi) * attention_factor;
     if (inverse) s = -s;
-    const float a = xp[0], b = xp[1];
-    xp[0] = bf16r(a * c - b * s);
-    xp[1] = bf16r(b * c + a * s);
+    const float2 y = rotate_pair(xp[0], xp[1], c, s);
+    xp[0] = bf16r(y.x);
+    xp[1] = bf16r(y.y);
   });
 }
 

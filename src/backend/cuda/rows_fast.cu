@@ -52,13 +52,7 @@ __global__ void __launch_bounds__(kNormWarps * 32)
       const float phi = rr.inv_freq[pr] * static_cast<float>(rr.pos[r / rr.per_row]);
       const float c = cosf(phi) * rr.attention_factor;
       const float s = sinf(phi) * rr.attention_factor;
-      if (i % 2 == 0) {
-        const float a = x, b = other;
-        x = a * c - b * s;
-      } else {
-        const float a = other, b = x;
-        x = b * c + a * s;
-      }
+      x = i % 2 == 0 ? rotate_pair(x, other, c, s).x : rotate_pair(other, x, c, s).y;
     }
     v[i] = x;
   }
@@ -108,9 +102,9 @@ __global__ void __launch_bounds__(1024)
     const float c = cosf(phi) * rr.attention_factor;
     const float s = sinf(phi) * rr.attention_factor;
     float* xp = row + head_dim - 2 * rr.pairs + 2 * p;
-    const float a = xp[0], b = xp[1];
-    xp[0] = a * c - b * s;
-    xp[1] = b * c + a * s;
+    const float2 y = rotate_pair(xp[0], xp[1], c, s);
+    xp[0] = y.x;
+    xp[1] = y.y;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < head_dim; i += blockDim.x) row[i] = bf16r(row[i]);
@@ -184,7 +178,7 @@ __global__ void hc_pre_rows_kernel(const HcParams q, const float* __restrict__ m
 }  // namespace
 
 namespace {
-bool g_fused_rows = env_switch("DEEPINFER_CUDA_FUSED_ROWS", false);
+bool g_fused_rows = env_switch("DEEPINFER_CUDA_FUSED_ROWS", true);
 }  // namespace
 
 bool fused_rows() { return g_fused_rows; }
