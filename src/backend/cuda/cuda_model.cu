@@ -337,6 +337,7 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   f(wts, N * K);
   f(sh1, N * inter_sh);
   f(sh3, N * inter_sh);
+  f(shq, N * inter_sh);  // the shared expert's w2 input, its own: it may run beside xq's users
   f(rh1, N * K * inter);
   f(rh3, N * K * inter);
   f(rout, N * K * d);
@@ -363,6 +364,9 @@ CudaModel::~CudaModel() {
     cudaStreamSynchronize(impl_->exec.stream);
     for (auto& [n, g] : impl_->graphs) cudaGraphExecDestroy(g);
     impl_->blobs.clear();
+    if (impl_->side_stream) cudaStreamDestroy(impl_->side_stream);
+    if (impl_->fork_event) cudaEventDestroy(impl_->fork_event);
+    if (impl_->join_event) cudaEventDestroy(impl_->join_event);
   }
 }
 
@@ -393,6 +397,11 @@ Result<std::unique_ptr<CudaModel>> CudaModel::from_model(const model::Model& cpu
     if (!device_available()) return Error{"CUDA backend: " + device_name()};
     if (cudaStreamCreateWithFlags(&impl->exec.stream, cudaStreamNonBlocking) != cudaSuccess) {
       return Error{"CUDA backend: cannot create a stream"};
+    }
+    if (cudaStreamCreateWithFlags(&impl->side_stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&impl->fork_event, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&impl->join_event, cudaEventDisableTiming) != cudaSuccess) {
+      return Error{"CUDA backend: cannot create the side stream and its events"};
     }
   }
   if (Status s = impl->upload(cpu); !s) return s.error();

@@ -66,6 +66,10 @@ struct SnapshotRegion {
 
 struct CudaModel::Impl {
   Exec exec;
+  // A second stream the shared expert runs on beside the routed experts at GEMV-sized launches
+  // (moe_sublayer), forked from and joined to exec.stream by the two events; null when emulated.
+  cudaStream_t side_stream = nullptr;
+  cudaEvent_t fork_event = nullptr, join_event = nullptr;
   std::unique_ptr<model::Model> owned;  // the CPU model when loaded from a folder
   model::ModelConfig cfg;
   CudaModelOptions opt;
@@ -101,7 +105,7 @@ struct CudaModel::Impl {
   // scratch (N rows = max(max_chunk_tokens, max_sequences))
   int64_t N = 0;
   DeviceArray<float> X, X2, u, xn, y, pre, post, comb, mix, qa, qr, q, kv, o, z, ca, cg, ica, icg,
-      iq, iw, iscore, probs, xq, xnq, Xr, hh, lg, mlog, wts, sh1, sh3, rh1, rh3, rout, rss;
+      iq, iw, iscore, probs, xq, xnq, Xr, hh, lg, mlog, wts, sh1, sh3, shq, rh1, rh3, rout, rss;
   DeviceArray<int32_t> sel, cnt, idx, meta, sampled;
   DeviceArray<SampleSpec> sample_specs;  // decode rows' device sampling (sampling.h)
   ExpertPlanBuffers expert_plan;         // the routed slots by expert (grouped expert kernels)

@@ -19,6 +19,13 @@ bool group_wo_a() {
   return on;
 }
 
+// The shared expert on the side stream at GEMV-sized launches (moe_sublayer);
+// DEEPINFER_CUDA_SHARED_OVERLAP=0 keeps it on the one stream.
+bool shared_overlap() {
+  static const bool on = env_switch("DEEPINFER_CUDA_SHARED_OVERLAP", true);
+  return on;
+}
+
 struct XnProduct {
   const DevWeight* w;
   float* y;
@@ -368,6 +375,35 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   const int E = c.n_routed_experts, K = c.experts_per_token;
   const int64_t inter = c.moe_intermediate, inter_sh = B.ffn.w1.out;
   const float limit = static_cast<float>(c.swiglu_limit);
+  // The shared expert reads only xn and writes y, so at GEMV-sized launches (no cuBLAS handle
+  // shared between streams) it runs on the side stream beside the gate, the routing and the
+  // routed experts, its launch tails overlapping theirs; joined before the sublayer ends.
+  const bool side = side_stream && !exec.emulate && n <= gemv_max_rows() && shared_overlap();
+  Exec sx = exec;
+  if (side) {
+    sx.stream = side_stream;
+    exec.note(cudaEventRecord(fork_event, exec.stream));
+    exec.note(cudaStreamWaitEvent(side_stream, fork_event, 0));
+  }
+  float* sq = side ? shq.ptr : xq.ptr;  // the shared expert's quantization scratch
+  // Shared expert over all rows.
+  linear(sx, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, sq, xn_q);
+  linear(sx, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, sq, xn_q);
+  // Its SwiGLU writes w2's FP8 input in the same launch where w2 runs as GEMV passes.
+  const bool w2_q = official && B.ffn.w2.quantized() && B.ffn.w2.quantize_input &&
+                    n <= gemv_max_rows() && !batch_invariant();
+  if (w2_q && swiglu_quant(sx, sh1.ptr, sh3.ptr, n, inter_sh, limit, official, sq)) {
+    linear(sx, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, sq, sq);
+  } else {
+    swiglu(sx, sh1.ptr, sh3.ptr, n, inter_sh, limit, nullptr, official);
+    linear(sx, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, sq);
+  }
+  const auto join = [&] {
+    if (!side) return;
+    exec.note(sx.error);
+    exec.note(cudaEventRecord(join_event, side_stream));
+    exec.note(cudaStreamWaitEvent(exec.stream, join_event, 0));
+  };
   linear(exec, xn.ptr, d, n, B.gate, mlog.ptr, E, official, xq.ptr, xn_q);
   RouteArgs ra;
   ra.E = E;
@@ -380,18 +416,6 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   ra.bias = B.gate_bias;
   ra.routed_scale = static_cast<float>(c.routed_scaling);
   moe_route(exec, ra, rows.ids, n, mlog.ptr, idx.ptr, wts.ptr);
-  // Shared expert over all rows.
-  linear(exec, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, xq.ptr, xn_q);
-  linear(exec, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, xq.ptr, xn_q);
-  // Its SwiGLU writes w2's FP8 input in the same launch where w2 runs as GEMV passes.
-  const bool w2_q = official && B.ffn.w2.quantized() && B.ffn.w2.quantize_input &&
-                    n <= gemv_max_rows() && !batch_invariant();
-  if (w2_q && swiglu_quant(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, official, xq.ptr)) {
-    linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr, xq.ptr);
-  } else {
-    swiglu(exec, sh1.ptr, sh3.ptr, n, inter_sh, limit, nullptr, official);
-    linear(exec, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, xq.ptr);
-  }
   // Routed experts, one slot per (row, k): grouped by expert on the device (each expert's
   // weights streamed once per step), or the reference path (a product per slot).
   const int64_t slots = n * K;
@@ -403,6 +427,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   if (!exec.emulate && routed_grouped_supported(re, d, inter)) {
     routed_grouped(exec, expert_plan.plan(), re, xn.ptr, n, E, K, d, inter, limit, wts.ptr,
                    official, rh1.ptr, rh3.ptr, rout.ptr, xq.ptr, idx.ptr, xn_q);
+    join();
     return;  // rout joins y in moe_combine_hc_post
   }
   linear_experts(exec, xn.ptr, false, slots, K, B.ffn.r1, idx.ptr, rh1.ptr, inter, inter, d,
@@ -412,6 +437,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   swiglu(exec, rh1.ptr, rh3.ptr, slots, inter, limit, official ? wts.ptr : nullptr, official);
   linear_experts(exec, rh1.ptr, true, slots, K, B.ffn.r2, idx.ptr, rout.ptr, d, d, inter, official,
                  qx, B.ffn.f2, xq.ptr);
+  join();
 }
 
 }  // namespace deepinfer::cuda
