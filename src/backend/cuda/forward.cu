@@ -399,8 +399,8 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
     linear(sx, sh1.ptr, inter_sh, n, B.ffn.w2, y.ptr, d, official, sq);
   }
   const auto join = [&] {
+    exec.note(sx.error);  // sx is a copy of exec, on either stream
     if (!side) return;
-    exec.note(sx.error);
     exec.note(cudaEventRecord(join_event, side_stream));
     exec.note(cudaStreamWaitEvent(exec.stream, join_event, 0));
   };
