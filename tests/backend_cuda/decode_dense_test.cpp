@@ -24,5 +24,13 @@ TEST(CudaKernels, OneRowGemvMatchesTheReference) {
   expect_within_tolerance(checks);
 }
 
+TEST(CudaKernels, MmaGemvMatchesTheReference) {
+  if (!device_available()) GTEST_SKIP() << device_name();
+  const std::vector<KernelCheck> checks = gemv_mma_kernel_report();
+  // 5 products × 3 row counts × (CUDA cores, 5 splits, 2 rings); FP4 and FP8 experts × 8 lines
+  EXPECT_EQ(checks.size(), 136u);
+  expect_within_tolerance(checks);
+}
+
 }  // namespace
 }  // namespace deepinfer::cuda

@@ -132,7 +132,16 @@ Status CudaModel::Impl::upload(const model::Model& m) {
     const DevWeight* p = reinterpret_cast<const DevWeight*>(b.ptr);
     blobs.push_back(std::move(b));
     const bool quant = !host.empty() && host[0].quantized() && host[0].quantize_input;
-    return std::make_tuple(p, quant, host.empty() ? DevFormat::F32 : host[0].format);
+    bool alike = !host.empty();
+    for (const DevWeight& h : host) {
+      const DevWeight& f = host[0];
+      alike = alike && h.format == f.format && h.out == f.out && h.in == f.in &&
+              h.stride == f.stride && h.scale_stride == f.scale_stride && h.row0 == f.row0 &&
+              h.block_in == f.block_in && h.block_out == f.block_out &&
+              h.scale_f32 == f.scale_f32 && aligned16(h.data) == aligned16(f.data);
+    }
+    return std::make_tuple(p, quant, host.empty() ? DevFormat::F32 : host[0].format,
+                           host.empty() ? DevWeight{} : host[0], alike);
   };
   hc_head_w = hc(w.hc_head);
   blocks.resize(w.blocks.size());
@@ -177,9 +186,11 @@ Status CudaModel::Impl::upload(const model::Model& m) {
     d.ffn.w1 = upload_weight(b.shared.w1);
     d.ffn.w2 = upload_weight(b.shared.w2);
     d.ffn.w3 = upload_weight(b.shared.w3);
-    auto [r1, q1, f1] = experts(b.experts, 1);
-    auto [r2, q2, f2] = experts(b.experts, 2);
-    auto [r3, q3, f3] = experts(b.experts, 3);
+    auto [r1, q1, f1, e1, u1] = experts(b.experts, 1);
+    auto [r2, q2, f2, e2, u2] = experts(b.experts, 2);
+    auto [r3, q3, f3, e3, u3] = experts(b.experts, 3);
+    d.ffn.e1 = e1, d.ffn.e2 = e2, d.ffn.e3 = e3;
+    d.ffn.uniform1 = u1, d.ffn.uniform2 = u2, d.ffn.uniform3 = u3;
     d.ffn.f1 = f1;
     d.ffn.f2 = f2;
     d.ffn.f3 = f3;

@@ -34,6 +34,9 @@ struct DevExperts {
   const DevWeight* r3 = nullptr;
   bool routed_quantized = false;
   DevFormat f1 = DevFormat::F32, f2 = DevFormat::F32, f3 = DevFormat::F32;
+  // One routed expert of each product on the host, and whether all E are alike (RoutedExperts).
+  DevWeight e1, e2, e3;
+  bool uniform1 = false, uniform2 = false, uniform3 = false;
 };
 
 struct DevBlock {

@@ -8,6 +8,7 @@
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/gemv_group.cuh"
+#include "backend/cuda/gemv_mma.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -386,9 +387,19 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
     exec.note(cudaStreamWaitEvent(side_stream, fork_event, 0));
   }
   float* sq = side ? shq.ptr : xq.ptr;  // the shared expert's quantization scratch
-  // Shared expert over all rows.
-  linear(sx, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, sq, xn_q);
-  linear(sx, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, sq, xn_q);
+  // Shared expert over all rows; w1 and w3 as one tensor-core GEMV launch where both take it.
+  const bool w13_mma = official && xn_q && !exec.emulate && fast_kernels() && !batch_invariant() &&
+                       B.ffn.w1.quantize_input && B.ffn.w3.quantize_input &&
+                       gemv_mma_supported(B.ffn.w1, n, xn_q, d) &&
+                       gemv_mma_supported(B.ffn.w3, n, xn_q, d);
+  if (w13_mma) {
+    const MmaGemvJob w13[2] = {{&B.ffn.w1, xn_q, d, sh1.ptr, inter_sh, true},
+                               {&B.ffn.w3, xn_q, d, sh3.ptr, inter_sh, true}};
+    gemv_mma(sx, w13, 2, n);
+  } else {
+    linear(sx, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, sq, xn_q);
+    linear(sx, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, sq, xn_q);
+  }
   // Its SwiGLU writes w2's FP8 input in the same launch where w2 runs as GEMV passes.
   const bool w2_q = official && B.ffn.w2.quantized() && B.ffn.w2.quantize_input &&
                     n <= gemv_max_rows() && !batch_invariant();
@@ -424,6 +435,9 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   re.r1 = B.ffn.r1, re.r2 = B.ffn.r2, re.r3 = B.ffn.r3;
   re.f1 = B.ffn.f1, re.f2 = B.ffn.f2, re.f3 = B.ffn.f3;
   re.quantized = B.ffn.routed_quantized;
+  re.h1 = B.ffn.uniform1 ? &B.ffn.e1 : nullptr;
+  re.h2 = B.ffn.uniform2 ? &B.ffn.e2 : nullptr;
+  re.h3 = B.ffn.uniform3 ? &B.ffn.e3 : nullptr;
   if (!exec.emulate && routed_grouped_supported(re, d, inter)) {
     routed_grouped(exec, expert_plan.plan(), re, xn.ptr, n, E, K, d, inter, limit, wts.ptr,
                    official, rh1.ptr, rh3.ptr, rout.ptr, xq.ptr, idx.ptr, xn_q);

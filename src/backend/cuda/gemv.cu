@@ -9,6 +9,7 @@
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/gemv_device.cuh"
 #include "backend/cuda/gemv_group.cuh"
+#include "backend/cuda/gemv_mma.cuh"
 #include "backend/cuda/gemv_row1.cuh"
 #include "backend/cuda/weight_load.cuh"
 
@@ -464,6 +465,15 @@ constexpr int64_t kSplitKOut = 2048, kSplitKIn = 2048;
 // One pass of at most 8 rows: the GEMV kernel and version per format and row count.
 void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                int64_t ldy, bool round_out) {
+  // Official FP8 products (inputs FP8-quantized or bf16, so exact in the mma's fp16) on the
+  // tensor cores, outside batch-invariant mode; split-row shapes keep their kernels, so that a
+  // group of them gives the bits of its separate products (gemv_group.cuh).
+  if (round_out && !batch_invariant() && gemv_mma_supported(w, n, x, ldx) &&
+      !gemv_split_row(w, n, x, ldx)) {
+    const MmaGemvJob job{&w, x, ldx, y, ldy, true};
+    gemv_mma(e, &job, 1, n);
+    return;
+  }
   if (n == 1) {
     const int split = gemv_row1_split(w, x);
     if (split > 0) {
@@ -572,6 +582,17 @@ bool gemv_split_row(const DevWeight& w, int64_t n, const float* x, int64_t ldx) 
 
 void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const GemvJob* jobs,
                           int count) {
+  bool mma = !batch_invariant() && count > 0;
+  MmaGemvJob mj[kMaxGemvJobs];
+  for (int j = 0; mma && j < count; ++j) {
+    const float* xj = jobs[j].x ? jobs[j].x : x;
+    mj[j] = {jobs[j].w, xj, ldx, jobs[j].y, jobs[j].ldy, true};
+    mma = jobs[j].round_out && gemv_mma_supported(*jobs[j].w, n, xj, ldx);
+  }
+  if (mma) {
+    gemv_mma(e, mj, count, n);
+    return;
+  }
   if (n == 1 && gemv_row1_on() && !batch_invariant() && g_version == 0) {
     gemv_row1_group(e, x, jobs, count);
     return;

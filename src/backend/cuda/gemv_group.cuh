@@ -2,7 +2,8 @@
 // products of the normed hidden row (q and kv down projections, compressor and indexer heads)
 // are each a few hundred blocks or fewer, so alone they leave the GPU half idle and pay a launch
 // each. Each column's sum is the one the separate gemv() computes, so the outputs are the same
-// bits.
+// bits — except in a group of official FP8 products only (wo_a's eight groups), which runs as
+// one tensor-core launch (gemv_mma.cuh), its sums in another order.
 #pragma once
 
 #include <cstdint>

@@ -69,6 +69,10 @@ std::vector<KernelCheck> decode_dense_kernel_report();
 // split target against the reference body (≤ 1e-4), its GB/s with the weights cold in L2 and warm,
 // beside the older kernels' and a device copy of the same bytes.
 std::vector<KernelCheck> gemv_row1_kernel_report();
+// The tensor-core FP8 GEMV (gemv_mma.cuh) on the slice's decode shapes (wq_b, wo_b, the shared
+// expert's w1 + w3 as one launch and w2, wo_a's group of eight) at 1, 3 and 8 rows: against the
+// reference body (≤ 1e-4) at every K split, with its GB/s cold in L2 beside the CUDA-core kernels'.
+std::vector<KernelCheck> gemv_mma_kernel_report();
 
 // compressor_push_fast against the reference push: multi-segment launches that start inside
 // windows and continue, both compressor kinds (ratio 4 overlapping, ratio 128); entry stores and

@@ -4,6 +4,7 @@
 #include "backend/cuda/cuda_model.h"
 #include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/gemv_mma.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/moe_grouped.cuh"
 #include "backend/cuda/ops.cuh"
@@ -338,6 +339,21 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
                     float* xq, const int32_t* idx, const float* xq_ready) {
   const int64_t slots = n * K;
   const bool qx = official && r.quantized;
+  // One token: its K slots name distinct experts, so each streams its expert's weights through
+  // the tensor-core GEMV itself (no plan), w1 and w3 in one launch.
+  const float* x13 = xq_ready ? xq_ready : xq;
+  if (n == 1 && qx && !batch_invariant() && r.h1 && r.h2 && r.h3 && r.f1 == r.f3 &&
+      r.h1->out == inter && r.h3->out == inter && r.h1->in == d && r.h3->in == d &&
+      r.h2->out == d && r.h2->in == inter && experts_mma_supported(*r.h1, x13, d) &&
+      experts_mma_supported(*r.h3, x13, d) && experts_mma_supported(*r.h2, xq, inter)) {
+    if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
+    experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter);
+    swiglu(e, h1, h3, slots, inter, limit, official ? weights : nullptr, official);
+    fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
+    experts_mma(e, {{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter}, idx, K, K, xq, inter, true,
+                d);
+    return;
+  }
   moe_plan(e, idx, slots, E, plan);
   // Quantized experts take FP8-quantized inputs (per 1×128) in the official numerics, once for
   // w1 and w3 together (or as the caller has them already: xq_ready).

@@ -183,6 +183,9 @@ struct RoutedExperts {
   const DevWeight *r1 = nullptr, *r2 = nullptr, *r3 = nullptr;  // device arrays [E]
   DevFormat f1 = DevFormat::F32, f2 = DevFormat::F32, f3 = DevFormat::F32;
   bool quantized = false;  // all three quantized (official numerics quantize their inputs)
+  // Host copies of one expert of each product where all E are alike (shape, format, scales),
+  // else null: what the one-token tensor-core path (gemv_mma.cuh) checks.
+  const DevWeight *h1 = nullptr, *h2 = nullptr, *h3 = nullptr;
 };
 // On by default; false (or env DEEPINFER_CUDA_GROUPED_EXPERTS=0) keeps moe_sublayer on the
 // per-slot path (linear_experts), to compare.

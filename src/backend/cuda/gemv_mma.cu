@@ -1,0 +1,564 @@
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "backend/cuda/gemv_group.cuh"
+#include "backend/cuda/gemv_mma.cuh"
+#include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/row_reduce.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+// A block: 8 warps, each a 16-row mma tile, so 128 rows (one FP8 scale row). Along K it takes a
+// slice of 1/S of the row, S blocks of a cluster sharing the rows; rank s sums 1/S of them over
+// the cluster's slices in rank order through distributed shared memory. Each warp keeps 3 K steps
+// of 2 KB in flight in registers; two blocks fit an SM (H200 kernel check: one block of twice
+// the depth per SM streamed slower).
+constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileRows = 16 * kWarps;
+constexpr int kMaxRows = 8;                   // the mma's 8 columns
+constexpr size_t kMaxInputBytes = 32 * 1024;  // the inputs' 16-bit copy in shared memory
+
+struct LaunchJob {
+  DevWeight w;
+  const float* x;
+  int64_t ldx;
+  float* y;
+  int64_t ldy;
+  bool round_out;
+};
+
+// Routed experts at one token: job p · slots + s is product p of slot s, its weights
+// experts[p][idx[s]], its input row x + (s or s / per_token) · ldx, its output y[p] + s · ldy.
+struct ExpertJobs {
+  const DevWeight* experts[2];
+  float* y[2];
+  const int32_t* idx;
+  const float* x;
+  int64_t ldx, ldy;
+  int slots, per_token, tiles;  // tiles: per job
+  bool x_per_slot;
+};
+
+struct MmaLaunch {
+  LaunchJob job[kMaxGemvJobs];
+  int first[kMaxGemvJobs + 1];  // job j's first tile (a cluster each)
+  int count, n;
+  ExpertJobs ex;
+};
+
+// Two e4m3 codes (the low 16 bits) as an fp16 pair, the lower code in the lower half (exact).
+__device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t codes) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes & 0xffffu), __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+
+__device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Read once per step: not kept in L1; the next 128 bytes of the row fetched into L2 with it.
+__device__ __forceinline__ uint4 load_weights(const uint8_t* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Shared memory of the inputs' 16-bit copy and scales, and where the ring starts after it.
+DI_HD constexpr size_t input_bytes(int64_t n, int64_t slice, int step) {
+  return static_cast<size_t>(n * slice) * 2 + static_cast<size_t>(n * (slice / step)) * 4;
+}
+DI_HD constexpr size_t align16_uint4(size_t bytes) { return (bytes + 15) / 16; }
+
+// The e2m1 codes of a word (codes 0 … 7) as 4 bf16 pairs (i, i + 4), times the block scale: with
+// fac (the scale 2^(u−127) as the bf16 pair 2^(u−1), u in [1, 128]) the codes' bits are placed at
+// bf16 bits 8..6 (the value times 2^−126; e = 0 lands on the subnormals) and one bf16 multiply
+// applies it, exactly; else (fac 0) through fp32.
+__device__ __forceinline__ void fp4_word(uint32_t c, uint32_t fac, float scale, uint32_t* out) {
+  if (fac != 0) {
+    const uint32_t m = 0x01c001c0u, sg = 0x80008000u;
+    const uint32_t w[4] = {((c << 6) & m) | ((c << 12) & sg), ((c << 2) & m) | ((c << 8) & sg),
+                           ((c >> 2) & m) | ((c << 4) & sg), ((c >> 6) & m) | (c & sg)};
+    const __nv_bfloat162 f = *reinterpret_cast<const __nv_bfloat162*>(&fac);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const __nv_bfloat162 v = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]), f);
+      out[i] = *reinterpret_cast<const uint32_t*>(&v);
+    }
+    return;
+  }
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t nib = c >> (4 * i);
+    v[i] = __uint_as_float(((nib & 7u) << 22) | ((nib & 8u) << 28)) * 0x1p126f * scale;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 p = __floats2bfloat162_rn(v[i], v[i + 4]);
+    out[i] = *reinterpret_cast<const uint32_t*>(&p);
+  }
+}
+
+__device__ __forceinline__ uint32_t fp4_fac(uint32_t u) {
+  return u >= 1 && u <= 128 ? ((u + 126u) << 7) * 0x00010001u : 0u;
+}
+
+// The block's input rows over its K slice in shared memory. FP8: fp16, each 128 values times a
+// power of two that puts their largest in [2^14, 2^15) (exact for FP8-quantized and bf16 values),
+// and the inverse of that power per (row, 128 values). FP4: bf16 (exact for those values), each
+// 8 in the order 0, 4, 1, 5, 2, 6, 3, 7 of fp4_word's pairs.
+template <DevFormat F>
+__device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n, int64_t k0,
+                                             int slice, uint16_t* xh, float* xinv) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if constexpr (F == DevFormat::FP8) {
+    const int steps = slice >> 7;
+    for (int b = warp; b < n * steps; b += kWarps) {
+      const int r = b / steps, kb = b % steps;
+      const float4 v = *reinterpret_cast<const float4*>(x + r * ldx + k0 + kb * 128 + lane * 4);
+      const float amax =
+          warp_max(fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+      const int e = max(static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu), 15);
+      const float p = __uint_as_float(static_cast<uint32_t>(268 - e) << 23);  // 2^(141 - e)
+      const __half2 lo = __floats2half2_rn(v.x * p, v.y * p);
+      const __half2 hi = __floats2half2_rn(v.z * p, v.w * p);
+      uint2 packed;
+      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
+      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(xh + r * slice + kb * 128 + lane * 4) = packed;
+      if (lane == 0) xinv[r * steps + kb] = __uint_as_float(static_cast<uint32_t>(e - 14) << 23);
+    }
+  } else {
+    for (int i = threadIdx.x; i < n * slice / 8; i += kThreads) {
+      const int r = i / (slice / 8), c = i % (slice / 8);
+      const float4* p = reinterpret_cast<const float4*>(x + r * ldx + k0 + c * 8);
+      const float4 a = p[0], b = p[1];
+      const __nv_bfloat162 q0 = __floats2bfloat162_rn(a.x, b.x),
+                           q1 = __floats2bfloat162_rn(a.y, b.y);
+      const __nv_bfloat162 q2 = __floats2bfloat162_rn(a.z, b.z),
+                           q3 = __floats2bfloat162_rn(a.w, b.w);
+      uint4 packed;
+      packed.x = *reinterpret_cast<const uint32_t*>(&q0);
+      packed.y = *reinterpret_cast<const uint32_t*>(&q1);
+      packed.z = *reinterpret_cast<const uint32_t*>(&q2);
+      packed.w = *reinterpret_cast<const uint32_t*>(&q3);
+      *reinterpret_cast<uint4*>(xh + r * slice + c * 8) = packed;
+    }
+  }
+}
+
+// Lane (g, t) of a warp holds bytes [32t, 32t + 32) of its tile's rows g and g + 8 in each K step
+// (128 values FP8, 256 FP4); the mma's k order is free as long as both operands share it. FP8: the
+// j-th of a step's 8 mmas takes the lane's word j of both rows (codes 4j … 4j + 3) against the
+// same four inputs of batch row g (the mma's column), and the step's sums are scaled by the
+// weight's and the inputs' block scales. FP4 (bf16 mmas with the 32-value block scales in the
+// decoded weights): word j of a row gives two mmas, pairs (0, 4), (1, 5) and (2, 6), (3, 7).
+// Two accumulator chains halve the mmas' dependent latency.
+template <DevFormat F, int S, bool kExperts, int kStages, bool kAsync>
+__global__ void __launch_bounds__(kThreads, kAsync&& kStages > 4 ? 1 : 2)
+    gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
+  constexpr int kStepK = F == DevFormat::FP8 ? 128 : 256;
+  const int tile = static_cast<int>(blockIdx.x) / S, rank = static_cast<int>(blockIdx.x) % S;
+  DevWeight w;
+  const float* x;
+  int64_t ldx, ldy, t0;
+  float* y;
+  bool round_out;
+  int n;
+  if constexpr (kExperts) {
+    const ExpertJobs& X = L.ex;
+    const int job = tile / X.tiles, p = job / X.slots, s = job % X.slots;
+    w = X.experts[p][X.idx[s]];
+    x = X.x + (X.x_per_slot ? s : s / X.per_token) * X.ldx;
+    ldx = X.ldx;
+    y = X.y[p] + s * X.ldy;
+    ldy = X.ldy;
+    round_out = true;
+    n = 1;
+    t0 = static_cast<int64_t>(tile % X.tiles) * kTileRows;
+  } else {
+    int j = 0;
+    while (j + 1 < L.count && tile >= L.first[j + 1]) ++j;
+    const LaunchJob& jb = L.job[j];
+    w = jb.w, x = jb.x, ldx = jb.ldx, y = jb.y, ldy = jb.ldy, round_out = jb.round_out;
+    n = L.n;
+    t0 = static_cast<int64_t>(tile - L.first[j]) * kTileRows;
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int slice = static_cast<int>(w.in / S), steps = slice / kStepK;
+  const int64_t k0 = static_cast<int64_t>(rank) * slice;
+  // Rows past the last one read a valid row; their sums are never written.
+  const int64_t ra = min(t0 + warp * 16 + g, w.out - 1) + w.row0;
+  const int64_t rb = min(t0 + warp * 16 + g + 8, w.out - 1) + w.row0;
+  const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
+  const int64_t k0_bytes = F == DevFormat::FP8 ? k0 : k0 / 2;  // a step is 128 bytes of a row
+  const uint8_t* pa = w.data + ra * row_bytes + k0_bytes + t * 32;
+  const uint8_t* pb = pa + (rb - ra) * row_bytes;
+  // FP4 block scales: the row's 8 of a step (the lane's are bytes 2t, 2t + 1).
+  const uint8_t* sa = w.scale + ra * w.scale_stride + k0 / 32;
+  const uint8_t* sb = w.scale + rb * w.scale_stride + k0 / 32;
+  extern __shared__ uint4 smem[];
+  uint16_t* xh = reinterpret_cast<uint16_t*>(smem);
+  float* xinv = reinterpret_cast<float*>(xh + n * slice);
+  __shared__ float part[kMaxRows][kTileRows];
+  const int64_t srow = (w.row0 + t0) >> 7, scol = k0 >> 7;
+  const bool c0_live = 2 * t < n, c1_live = 2 * t + 1 < n;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  // One K step: the tile's 2 × 32 bytes of this lane (wa: row g, wb: row g + 8) and, FP4, the
+  // rows' step scales (8 bytes each).
+  auto step = [&](int kb, const uint32_t* wa, const uint32_t* wb, uint2 sca, uint2 scb) {
+    if constexpr (F == DevFormat::FP8) {
+      (void)sca, (void)scb;
+      uint32_t xb[16] = {};
+      if (g < n) {
+        const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + t * 32 + kb * 128);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint4 q = xp[i];
+          xb[4 * i] = q.x, xb[4 * i + 1] = q.y, xb[4 * i + 2] = q.z, xb[4 * i + 3] = q.w;
+        }
+      }
+      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const uint32_t a[4] = {fp8x2_to_half2(wa[q]), fp8x2_to_half2(wb[q]),
+                               fp8x2_to_half2(wa[q] >> 16), fp8x2_to_half2(wb[q] >> 16)};
+        mma_f16(q % 2 ? c2 : c, a, xb[2 * q], xb[2 * q + 1]);
+      }
+      const float ws = w.scale_at(srow, scol + kb);
+      const float f0 = c0_live ? ws * xinv[2 * t * steps + kb] : 0.0f;
+      const float f1 = c1_live ? ws * xinv[(2 * t + 1) * steps + kb] : 0.0f;
+      acc[0] += (c[0] + c2[0]) * f0;
+      acc[1] += (c[1] + c2[1]) * f1;
+      acc[2] += (c[2] + c2[2]) * f0;
+      acc[3] += (c[3] + c2[3]) * f1;
+    } else {
+      const uint32_t pa2 = (t < 2 ? sca.x : sca.y) >> (16 * (t & 1));
+      const uint32_t pb2 = (t < 2 ? scb.x : scb.y) >> (16 * (t & 1));
+      uint32_t fa[2], fb[2];
+      float la[2], lb[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t ua = (pa2 >> (8 * h)) & 0xffu, ub = (pb2 >> (8 * h)) & 0xffu;
+        fa[h] = fp4_fac(ua), fb[h] = fp4_fac(ub);
+        la[h] = ue8m0_to_float(static_cast<uint8_t>(ua));
+        lb[h] = ue8m0_to_float(static_cast<uint8_t>(ub));
+      }
+      const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + t * 64 + kb * 256);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        uint4 xq = make_uint4(0, 0, 0, 0);
+        if (g < n) xq = xp[q];
+        uint32_t da[4], db[4];
+        fp4_word(wa[q], fa[q / 4], la[q / 4], da);
+        fp4_word(wb[q], fb[q / 4], lb[q / 4], db);
+        const uint32_t a0[4] = {da[0], db[0], da[1], db[1]};
+        const uint32_t a1[4] = {da[2], db[2], da[3], db[3]};
+        const uint32_t b0[2] = {xq.x, xq.y}, b1[2] = {xq.z, xq.w};
+        mma(acc, a0, b0);
+        mma(acc2, a1, b1);
+      }
+    }
+  };
+
+  if constexpr (kAsync) {
+    // The ring in shared memory after the inputs, filled by asynchronous copies: a lane reads
+    // back only what it copied, so no barrier.
+    constexpr int kStage = F == DevFormat::FP4 ? 160 : 128;  // uint4 per warp and stage
+    uint4* ring = smem + align16_uint4(input_bytes(n, slice, kStepK)) +
+                  static_cast<size_t>(warp) * kStages * kStage + lane;
+    auto issue = [&](int kb) {
+      if (kb < steps) {
+        uint4* slot = ring + (kb % kStages) * kStage;
+        cp_async16(slot, pa + kb * 128);
+        cp_async16(slot + 32, pa + kb * 128 + 16);
+        cp_async16(slot + 64, pb + kb * 128);
+        cp_async16(slot + 96, pb + kb * 128 + 16);
+        if constexpr (F == DevFormat::FP4) {
+          uint2* sc = reinterpret_cast<uint2*>(slot + 128);
+          cp_async8(sc, sa + kb * 8);
+          cp_async8(sc + 32, sb + kb * 8);
+        }
+      }
+      cp_async_commit();
+    };
+    for (int s = 0; s < kStages - 1; ++s) issue(s);
+    pdl_begin();  // the weights are constant: their loads may start before the launch before
+    stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv);
+    __syncthreads();
+    for (int kb = 0; kb < steps; ++kb) {
+      issue(kb + kStages - 1);
+      cp_async_wait<kStages - 1>();
+      const uint4* slot = ring + (kb % kStages) * kStage;
+      const uint4 w4[4] = {slot[0], slot[32], slot[64], slot[96]};
+      uint2 sca{}, scb{};
+      if constexpr (F == DevFormat::FP4) {
+        sca = reinterpret_cast<const uint2*>(slot + 128)[0];
+        scb = reinterpret_cast<const uint2*>(slot + 128)[32];
+      }
+      step(kb, reinterpret_cast<const uint32_t*>(&w4[0]), reinterpret_cast<const uint32_t*>(&w4[2]),
+           sca, scb);
+    }
+    cp_async_wait<0>();
+  } else {
+    uint4 ring[kStages][4];
+    uint2 ring_sc[kStages][2];
+    auto issue = [&](int kb, uint4* slot, uint2* sc) {
+      if (kb < steps) {
+        slot[0] = load_weights(pa + kb * 128);
+        slot[1] = load_weights(pa + kb * 128 + 16);
+        slot[2] = load_weights(pb + kb * 128);
+        slot[3] = load_weights(pb + kb * 128 + 16);
+        if constexpr (F == DevFormat::FP4) {
+          sc[0] = __ldg(reinterpret_cast<const uint2*>(sa + kb * 8));
+          sc[1] = __ldg(reinterpret_cast<const uint2*>(sb + kb * 8));
+        }
+      }
+    };
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
+    pdl_begin();  // the weights are constant: their loads may start before the launch before
+    stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv);
+    __syncthreads();
+    for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
+#pragma unroll
+      for (int s = 0; s < kStages; ++s) {
+        const int kb = kb0 + s;
+        issue(kb + kStages - 1, ring[(s + kStages - 1) % kStages],
+              ring_sc[(s + kStages - 1) % kStages]);
+        if (kb < steps)
+          step(kb, reinterpret_cast<const uint32_t*>(&ring[s][0]),
+               reinterpret_cast<const uint32_t*>(&ring[s][2]), ring_sc[s][0], ring_sc[s][1]);
+      }
+    }
+  }
+  if constexpr (F == DevFormat::FP4) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i] += acc2[i];
+  }
+
+  // acc: rows g and g + 8 of the warp's tile, batch rows 2t and 2t + 1.
+  const int r_local = warp * 16 + g;
+  if (c0_live) part[2 * t][r_local] = acc[0], part[2 * t][r_local + 8] = acc[2];
+  if (c1_live) part[2 * t + 1][r_local] = acc[1], part[2 * t + 1][r_local + 8] = acc[3];
+  auto finish = [&](int r, int o, float v) {
+    if (t0 + o < w.out) y[r * ldy + t0 + o] = round_out ? bf16r(v) : v;
+  };
+  if constexpr (S == 1) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < n * kTileRows; i += kThreads)
+      finish(i / kTileRows, i % kTileRows, part[i / kTileRows][i % kTileRows]);
+  } else {
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();  // every slice's sums written and visible across the cluster
+    constexpr int kOwn = kTileRows / S;  // the rows this rank sums
+    for (int i = threadIdx.x; i < n * kOwn; i += kThreads) {
+      const int r = i / kOwn, o = rank * kOwn + i % kOwn;
+      float v = 0.0f;
+#pragma unroll
+      for (int s = 0; s < S; ++s) v += cluster.map_shared_rank(&part[0][0], s)[r * kTileRows + o];
+      finish(r, o, v);
+    }
+    cluster.sync();  // the slices' shared memory stays until every rank has read it
+  }
+}
+
+bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
+bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
+// The ring of weights in flight per warp: 0 registers (3 steps ahead), 4 or 8: shared memory
+// filled by asynchronous copies (DEEPINFER_CUDA_GEMV_MMA_RING).
+int g_ring = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_RING");
+  const int r = v ? std::atoi(v) : 0;
+  return r == 4 || r == 8 ? r : 0;
+}();
+int g_split = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
+  const int s = v ? std::atoi(v) : 0;
+  return s == 1 || s == 2 || s == 4 || s == 8 ? s : 0;
+}();
+
+// K slices: the fewest that give the launch ≥ 128 blocks (H200 kernel check: wq_b best at 256
+// tiles unsplit, wo_b / the shared expert / wo_a at 128 blocks, each split further slower), no
+// more than the shortest row allows (each block ≥ one K step) and no fewer than the inputs' copy
+// in shared memory needs.
+int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step) {
+  int s = g_split;
+  if (s == 0) {
+    s = 1;
+    while (s < 8 && tiles * s < 128) s *= 2;
+  }
+  while (s < 8 && static_cast<size_t>(n * max_in / s) * 2 > kMaxInputBytes) s *= 2;
+  while (s > 1 && min_in / s < step) s /= 2;
+  return s;
+}
+
+template <DevFormat F, int S, bool kExperts, int kStages, bool kAsync>
+void launch_shape(Exec& e, const MmaLaunch& L, int tiles, size_t shared) {
+  const auto kernel = gemv_mma_kernel<F, S, kExperts, kStages, kAsync>;
+  if (kAsync) {  // the ring past the default 48 KB; once per kernel (allowed in a capture)
+    const size_t stage = F == DevFormat::FP4 ? 160 * 16 : 128 * 16;
+    shared = align16_uint4(shared) * 16 + kWarps * kStages * stage;
+    static const cudaError_t set = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * 1024 + kWarps * kStages * 2560);
+    e.note(set);
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles * S));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = shared;
+  cfg.stream = e.stream;
+  cudaLaunchAttribute attr[2]{};
+  int na = 0;
+  if (S > 1) {
+    attr[na].id = cudaLaunchAttributeClusterDimension;
+    attr[na].val.clusterDim.x = S;
+    attr[na].val.clusterDim.y = 1;
+    attr[na].val.clusterDim.z = 1;
+    ++na;
+  }
+  if (pdl_enabled()) {
+    attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[na].val.programmaticStreamSerializationAllowed = 1;
+    ++na;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = static_cast<unsigned>(na);
+  e.note(cudaLaunchKernelEx(&cfg, kernel, L));
+  e.note(cudaGetLastError());
+}
+
+template <DevFormat F, bool kExperts, int kStages, bool kAsync>
+void launch_split(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shared) {
+  switch (split) {
+    case 1:
+      launch_shape<F, 1, kExperts, kStages, kAsync>(e, L, tiles, shared);
+      break;
+    case 2:
+      launch_shape<F, 2, kExperts, kStages, kAsync>(e, L, tiles, shared);
+      break;
+    case 4:
+      launch_shape<F, 4, kExperts, kStages, kAsync>(e, L, tiles, shared);
+      break;
+    default:
+      launch_shape<F, 8, kExperts, kStages, kAsync>(e, L, tiles, shared);
+  }
+}
+
+// The ring: registers (0) or shared memory of 4 or 8 steps.
+template <DevFormat F, bool kExperts>
+void launch_ring(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shared) {
+  if (g_ring == 4) {
+    launch_split<F, kExperts, 4, true>(e, L, tiles, split, shared);
+  } else if (g_ring == 8) {
+    launch_split<F, kExperts, 8, true>(e, L, tiles, split, shared);
+  } else {
+    launch_split<F, kExperts, 4, false>(e, L, tiles, split, shared);
+  }
+}
+
+}  // namespace
+
+bool gemv_mma_on() { return g_on; }
+void set_gemv_mma(bool on) { g_on = on; }
+bool experts_mma_on() { return g_experts_on; }
+void set_experts_mma(bool on) { g_experts_on = on; }
+void set_gemv_mma_ring(int ring) { g_ring = ring == 4 || ring == 8 ? ring : 0; }
+int gemv_mma_ring() { return g_ring; }
+void set_gemv_mma_split(int split) {
+  g_split = split == 1 || split == 2 || split == 4 || split == 8 ? split : 0;
+}
+int gemv_mma_split() { return g_split; }
+
+bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
+  return g_on && n >= 1 && n <= kMaxRows && w.format == DevFormat::FP8 && w.block_out == 128 &&
+         w.block_in == 128 && w.out > 0 && w.row0 % 128 == 0 && w.in % 1024 == 0 &&
+         w.stride % 16 == 0 && aligned16(w.data) && aligned16(x) && ldx % 4 == 0;
+}
+
+void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n) {
+  MmaLaunch L{};
+  L.count = count;
+  L.n = static_cast<int>(n);
+  int tiles = 0;
+  int64_t min_in = jobs[0].w->in, max_in = jobs[0].w->in;
+  for (int j = 0; j < count; ++j) {
+    const MmaGemvJob& src = jobs[j];
+    L.job[j] = {*src.w, src.x, src.ldx, src.y, src.ldy, src.round_out};
+    L.first[j] = tiles;
+    tiles += static_cast<int>((src.w->out + kTileRows - 1) / kTileRows);
+    min_in = std::min(min_in, src.w->in);
+    max_in = std::max(max_in, src.w->in);
+  }
+  L.first[count] = tiles;
+  if (tiles == 0) return;
+  const int s = choose_split(tiles, n, min_in, max_in, 128);
+  launch_ring<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
+}
+
+bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {
+  if (!g_experts_on || w.out <= 0 || w.row0 != 0 || !aligned16(w.data) || !aligned16(x) ||
+      ldx % 4 != 0)
+    return false;
+  if (w.format == DevFormat::FP8)
+    return w.block_out == 128 && w.block_in == 128 && w.in % 1024 == 0 && w.stride % 16 == 0;
+  return w.format == DevFormat::FP4 && w.block_in == 32 && !w.scale_f32 && w.in % 2048 == 0 &&
+         w.stride % 32 == 0 && w.scale_stride % 2 == 0;
+}
+
+void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
+                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy) {
+  MmaLaunch L{};
+  ExpertJobs& X = L.ex;
+  for (int i = 0; i < p.count; ++i) X.experts[i] = p.experts[i], X.y[i] = p.y[i];
+  X.idx = idx;
+  X.x = x;
+  X.ldx = ldx;
+  X.ldy = ldy;
+  X.slots = slots;
+  X.per_token = per_token;
+  X.x_per_slot = x_per_slot;
+  X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
+  const int tiles = X.tiles * slots * p.count;
+  if (tiles == 0) return;
+  const int step = p.format == DevFormat::FP8 ? 128 : 256;
+  const int s = choose_split(tiles, 1, p.in, p.in, step);
+  const size_t shared = input_bytes(1, p.in / s, step);
+  if (p.format == DevFormat::FP8) {
+    launch_split<DevFormat::FP8, true, 4, false>(e, L, tiles, s, shared);
+  } else {
+    launch_ring<DevFormat::FP4, true>(e, L, tiles, s, shared);
+  }
+}
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,67 @@
+// FP8 GEMV passes (1–8 rows) on the tensor cores (gemv_mma.cu): the weight's e4m3 codes go to
+// fp16 by one conversion per pair and into mma.sync m16n8k16 with fp32 accumulators, the batch
+// rows as the mma's 8 columns. The CUDA-core GEMVs spend several instructions per weight byte
+// (decode to fp32, a multiply-add each, the block scale's index) and read FP8 at 1.5–1.8 TB/s at
+// one row; here a byte costs half a conversion, so the pass is bound by HBM.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/exec.cuh"
+#include "backend/cuda/formats.cuh"
+
+namespace deepinfer::cuda {
+
+// One product of a launch: y[r][o] = Σ_k x[r][k] · w[o][k] for the launch's rows r (bf16-rounded
+// where round_out).
+struct MmaGemvJob {
+  const DevWeight* w = nullptr;
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  float* y = nullptr;
+  int64_t ldy = 0;
+  bool round_out = false;
+};
+
+// On unless DEEPINFER_CUDA_GEMV_MMA=0.
+bool gemv_mma_on();
+void set_gemv_mma(bool on);
+// Blocks per output tile along K (a cluster; 0: chosen per launch, else 1, 2, 4 or 8);
+// DEEPINFER_CUDA_GEMV_MMA_SPLIT sets it from the environment.
+void set_gemv_mma_split(int split);
+int gemv_mma_split();
+
+// Whether w at n rows of x (row stride ldx) runs here: FP8 with 128 × 128 block scales, rows in
+// whole 128-row scale blocks from a 128-aligned first row, K a multiple of 1,024, 16-byte aligned
+// rows and inputs, 1 ≤ n ≤ 8. The inputs must be exact in fp16 after a power-of-two scale per
+// 128 values (FP8-quantized or bf16 values are, bar magnitudes 2^-29 below their block's largest).
+// Launches of fewer than 128 tiles of 128 rows split K over a cluster of up to 8 blocks.
+bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx);
+// jobs[0, count) (count ≤ kMaxGemvJobs, each gemv_mma_supported at n): one launch.
+void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n);
+
+// The routed experts of one token (slots = its top-k), as one launch per product set: slot s of
+// product p reads experts[p][idx[s]] and writes y[p] + s · ldy, bf16-rounded; its input row is
+// x + s · ldx (x_per_slot) or x + (s / per_token) · ldx, FP8-quantized values. FP4 (×32 UE8M0)
+// runs as bf16 mmas with the block scales in the decoded weights, FP8 as gemv_mma. Each slot
+// streams its expert's weights itself, so it suits tokens whose slots name distinct experts
+// (DEEPINFER_CUDA_EXPERTS_MMA=0: off).
+struct ExpertMmaProducts {
+  const DevWeight* experts[2] = {};  // device arrays [E]
+  float* y[2] = {};
+  int count = 0;  // 1 or 2 products (w1 and w3 share their input)
+  DevFormat format = DevFormat::FP4;
+  int64_t out = 0, in = 0;
+};
+bool experts_mma_on();
+void set_experts_mma(bool on);
+// The weights in flight per warp: 0 a ring of registers (3 steps ahead, the default), 4 or 8 a ring
+// of that many steps in shared memory filled by cp.async (DEEPINFER_CUDA_GEMV_MMA_RING).
+void set_gemv_mma_ring(int ring);
+int gemv_mma_ring();
+// Whether an expert shaped like w (every expert of the product alike) runs here on x.
+bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx);
+void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
+                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy);
+
+}  // namespace deepinfer::cuda

@@ -1,0 +1,312 @@
+// Device check of the tensor-core FP8 GEMV (gemv_mma.cuh) on the V4-Flash slice's decode shapes
+// (wq_b, wo_b, the shared expert's w1 + w3 as one launch and w2, wo_a's eight groups as one
+// launch) at 1, 3 and 8 rows against the reference body (fp32 outputs, ≤ 1e-4 of the largest),
+// and its time with the weights cold in L2 at each K split beside the CUDA-core kernels'; and the
+// one-token routed experts (FP4 and FP8, V4-Flash sizes) against the reference body and the
+// grouped path's outputs, with both paths' times.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/gemv_group.cuh"
+#include "backend/cuda/gemv_mma.cuh"
+#include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_matrix.cuh"
+#include "backend/cuda/kernel_report_measure.cuh"
+#include "backend/cuda/moe_grouped.cuh"
+#include "backend/cuda/ops.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+constexpr double kTol = 1e-4;
+
+struct Product {
+  const char* name;
+  int jobs;
+  int64_t out, in;
+  bool own_x;   // each job its own slice of the input row (wo_a), else one shared input
+  bool fp8_in;  // inputs FP8-quantized per 1×128 (else bf16-rounded, as wo_a's)
+};
+
+// One token's K = 6 routed experts of E = 16 (V4-Flash sizes: d 4096, inter 2048): the w1 + w3
+// launch and the w2 launch against the reference body per slot (bf16 outputs: ≤ 1e-2), the whole
+// routed sublayer (w1 + w3, SwiGLU, FP8, w2) against the grouped CUDA-core path, and both paths'
+// times with the slots cycling over the experts (≥ 200 MB between two reads of one).
+void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCheck>& out) {
+  std::fprintf(stderr, "mma experts check: %s\n", f == DevFormat::FP4 ? "FP4" : "FP8");
+  constexpr int E = 16, K = 6;
+  constexpr int64_t d = 4096, inter = 2048;
+  std::vector<Matrix> m1, m2, m3;
+  std::vector<DevWeight> w1, w2, w3;
+  for (int i = 0; i < E; ++i) {
+    m1.push_back(random_matrix(e, f, inter, d, rng));
+    m3.push_back(random_matrix(e, f, inter, d, rng));
+    m2.push_back(random_matrix(e, f, d, inter, rng));
+    w1.push_back(m1.back().w), w2.push_back(m2.back().w), w3.push_back(m3.back().w);
+  }
+  const auto upload = [&](const std::vector<DevWeight>& ws) {
+    DeviceArray<uint8_t> a;
+    a.upload(e, reinterpret_cast<const uint8_t*>(ws.data()), ws.size() * sizeof(DevWeight));
+    return a;
+  };
+  std::fprintf(stderr, "  weights made\n");
+  DeviceArray<uint8_t> d1 = upload(w1), d2 = upload(w2), d3 = upload(w3);
+  RoutedExperts re;
+  re.r1 = reinterpret_cast<const DevWeight*>(d1.ptr);
+  re.r2 = reinterpret_cast<const DevWeight*>(d2.ptr);
+  re.r3 = reinterpret_cast<const DevWeight*>(d3.ptr);
+  re.f1 = re.f2 = re.f3 = f;
+  re.quantized = true;
+  // Slot sets cycling over the experts: set c is experts 6c … 6c + 5 (mod E).
+  constexpr int kSets = 8;
+  std::vector<int32_t> hidx(static_cast<size_t>(kSets * K));
+  for (int c = 0; c < kSets; ++c)
+    for (int k = 0; k < K; ++k) hidx[static_cast<size_t>(c * K + k)] = (c * K + k * 5) % E;
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> hx(d), hw(K);
+  for (auto& v : hx) v = gauss(rng);
+  for (auto& v : hw) v = 0.1f + 0.2f * std::fabs(gauss(rng));
+  DeviceArray<int32_t> idx;
+  idx.upload(e, hidx);
+  DeviceArray<float> x, wts, h1, h3, y, y_old, xq, r1, r3, r2;
+  x.upload(e, hx);
+  wts.upload(e, hw);
+  fp8_quant_rows(e, x.ptr, 1, d, 128);
+  for (auto* a : {&h1, &h3, &r1, &r3, &xq}) a->allocate(e, static_cast<size_t>(K * inter));
+  for (auto* a : {&y, &y_old, &r2}) a->allocate(e, static_cast<size_t>(K * d));
+  ExpertPlanBuffers pb;
+  pb.allocate(e, K, E);
+  const char* fname = f == DevFormat::FP4 ? "FP4" : "FP8";
+  const auto line = [&](const std::string& what, double rel, double tol) {
+    KernelCheck kc;
+    kc.tolerance = tol;
+    kc.rel_error = e.sync().ok() ? rel : 1.0;
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "mma experts %s, 1 token: %s, rel.err %.2e", fname, what.c_str(),
+                  kc.rel_error);
+    kc.line = buf;
+    out.push_back(kc);
+  };
+  std::fprintf(stderr, "  buffers made\n");
+  // The products alone against the reference body, slot by slot (set 0).
+  const bool ok =
+      experts_mma_supported(w1[0], x.ptr, d) && experts_mma_supported(w2[0], h1.ptr, inter);
+  experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr, K, K, x.ptr, d, false,
+              inter);
+  e.note(cudaMemcpyAsync(xq.ptr, h1.ptr, h1.bytes(), cudaMemcpyDeviceToDevice, e.stream));
+  fp8_quant_rows(e, xq.ptr, K, inter, 128);  // bf16-exact FP8 inputs for w2
+  experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr, K, K, xq.ptr, inter,
+              true, d);
+  std::fprintf(stderr, "  products run\n");
+  const bool fast0 = fast_kernels();
+  set_fast_kernels(false);
+  for (int k = 0; k < K; ++k) {
+    const int ex = hidx[static_cast<size_t>(k)];
+    // The inputs are FP8-quantized already (xq_ready: no scratch needed).
+    linear(e, x.ptr, d, 1, w1[static_cast<size_t>(ex)], r1.ptr + k * inter, inter, true, nullptr,
+           x.ptr);
+    linear(e, x.ptr, d, 1, w3[static_cast<size_t>(ex)], r3.ptr + k * inter, inter, true, nullptr,
+           x.ptr);
+    linear(e, xq.ptr + k * inter, inter, 1, w2[static_cast<size_t>(ex)], r2.ptr + k * d, d, true,
+           nullptr, xq.ptr + k * inter);
+  }
+  set_fast_kernels(fast0);
+  const auto host = [&](const DeviceArray<float>& a) {
+    std::vector<float> v(a.count);
+    e.to_host(v.data(), a.ptr, a.bytes());
+    return v;
+  };
+  std::fprintf(stderr, "  references run\n");
+  const OutputError e1 = max_rel_error(host(r1), host(h1)), e3 = max_rel_error(host(r3), host(h3));
+  const OutputError e2 = max_rel_error(host(r2), host(y));
+  line("w1 + w3 launch vs the reference body", ok ? std::max(e1.rel, e3.rel) : 1.0, 1e-2);
+  line("w2 launch vs the reference body", ok ? e2.rel : 1.0, 1e-2);
+  // The routed sublayer through routed_grouped: with the host shapes (one-token path) or without
+  // (the grouped CUDA-core kernels).
+  int set = 0;
+  const auto sublayer = [&](bool mma, DeviceArray<float>& dst) {
+    re.h1 = mma ? &w1[0] : nullptr;
+    re.h2 = mma ? &w2[0] : nullptr;
+    re.h3 = mma ? &w3[0] : nullptr;
+    routed_grouped(e, pb.plan(), re, x.ptr, 1, E, K, d, inter, 10.0f, wts.ptr, true, h1.ptr, h3.ptr,
+                   dst.ptr, xq.ptr, idx.ptr + set * K, x.ptr);
+  };
+  std::fprintf(stderr, "  compared\n");
+  sublayer(false, y_old);
+  sublayer(true, y);
+  line("routed sublayer vs the grouped kernels", max_rel_error(host(y_old), host(y)).rel, 1e-2);
+  std::fprintf(stderr, "  sublayers run\n");
+  double bytes = 0;
+  for (int k = 0; k < K; ++k) {
+    const int ex = hidx[static_cast<size_t>(k)];
+    for (const std::vector<Matrix>* ms : {&m1, &m2, &m3}) {
+      const Matrix& m = (*ms)[static_cast<size_t>(ex)];
+      bytes += static_cast<double>(m.data.bytes() + m.scale.bytes());
+    }
+  }
+  struct Variant {
+    bool mma;
+    int ring, split;
+  };
+  const int ring0 = gemv_mma_ring(), split0 = gemv_mma_split();
+  for (const Variant v : {Variant{false, 0, 0}, Variant{true, 0, 0}, Variant{true, 0, 2},
+                          Variant{true, 4, 0}, Variant{true, 8, 0}}) {
+    set_gemv_mma_ring(v.ring);
+    set_gemv_mma_split(v.split);
+    const double ms = time_ms(e, 40, [&] {
+      sublayer(v.mma, v.mma ? y : y_old);
+      set = (set + 1) % kSets;
+    });
+    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    char what[200];
+    std::snprintf(what, sizeof what,
+                  "%s (ring %d, split %d) %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
+                  v.mma ? "one-token mma path" : "grouped CUDA-core path", v.ring, v.split, ms, gbs,
+                  gbs / 48.0);
+    line(what, 0.0, 1e-2);
+  }
+  set_gemv_mma_ring(ring0);
+  set_gemv_mma_split(split0);
+}
+
+}  // namespace
+
+std::vector<KernelCheck> gemv_mma_kernel_report() {
+  std::vector<KernelCheck> out;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
+  Exec e;
+  cudaStreamCreate(&e.stream);
+  const int split0 = gemv_mma_split(), ring0 = gemv_mma_ring();
+  std::mt19937 rng(53);
+  const std::vector<Product> products = {
+      {"wq_b 32768x1024", 1, 32768, 1024, false, true},
+      {"wo_b 4096x8192", 1, 4096, 8192, false, true},
+      {"shared w1+w3 2x2048x4096", 2, 2048, 4096, false, true},
+      {"shared w2 4096x2048", 1, 4096, 2048, false, true},
+      {"wo_a group 8x1024x4096", 8, 1024, 4096, true, false},
+  };
+  for (const Product& p : products) {
+    std::fprintf(stderr, "mma check: %s\n", p.name);
+    const int nj = p.jobs;
+    std::vector<Matrix> ms;
+    for (int j = 0; j < nj; ++j) ms.push_back(random_matrix(e, DevFormat::FP8, p.out, p.in, rng));
+    double bytes = 0;
+    for (const Matrix& m : ms) bytes += static_cast<double>(m.data.bytes() + m.scale.bytes());
+    const int64_t xw = p.own_x ? nj * p.in : p.in;  // an input row's width
+    const int64_t total_out = nj * p.out;
+    constexpr int64_t kRows = 8;
+    std::normal_distribution<float> gauss(0.0f, 1.0f);
+    std::vector<float> hx(static_cast<size_t>(kRows * xw));
+    for (auto& v : hx) v = p.fp8_in ? gauss(rng) : bf16r(gauss(rng));
+    DeviceArray<float> x, y, ref;
+    x.upload(e, hx);
+    if (p.fp8_in) fp8_quant_rows(e, x.ptr, kRows, xw, 128);
+    y.allocate(e, static_cast<size_t>(kRows * total_out));
+    ref.allocate(e, static_cast<size_t>(kRows * total_out));
+    // Copies of the weights, so that cycling through them reads ≥ 200 MB between two reads of one.
+    const int copies = static_cast<int>(std::min(32.0, std::ceil(200e6 / bytes)));
+    std::vector<DeviceArray<uint8_t>> clones(static_cast<size_t>((copies - 1) * nj));
+    std::vector<std::vector<DevWeight>> views(static_cast<size_t>(copies));
+    for (int k = 0; k < copies; ++k) {
+      for (int j = 0; j < nj; ++j) {
+        DevWeight v = ms[static_cast<size_t>(j)].w;
+        if (k > 0) {
+          DeviceArray<uint8_t>& c = clones[static_cast<size_t>((k - 1) * nj + j)];
+          c.allocate(e, ms[static_cast<size_t>(j)].data.count);
+          e.note(cudaMemcpyAsync(c.ptr, v.data, c.bytes(), cudaMemcpyDeviceToDevice, e.stream));
+          v.data = c.ptr;
+        }
+        views[static_cast<size_t>(k)].push_back(v);
+      }
+    }
+    const auto x_of = [&](int j) { return x.ptr + (p.own_x ? j * p.in : 0); };
+    // The tensor-core launch (mma) or the CUDA-core kernels it replaces, over copy k.
+    const auto run = [&](int k, int64_t n, bool mma) {
+      const std::vector<DevWeight>& ws = views[static_cast<size_t>(k)];
+      if (mma) {
+        MmaGemvJob jobs[kMaxGemvJobs];
+        for (int j = 0; j < nj; ++j)
+          jobs[j] = {&ws[static_cast<size_t>(j)], x_of(j), xw, y.ptr + j * p.out, total_out, false};
+        gemv_mma(e, jobs, nj, n);
+      } else if (p.own_x) {
+        GemvJob jobs[kMaxGemvJobs];
+        for (int j = 0; j < nj; ++j)
+          jobs[j] = {&ws[static_cast<size_t>(j)], x_of(j), y.ptr + j * p.out, total_out, false};
+        gemv_split_row_group(e, x.ptr, xw, n, jobs, nj);
+      } else {
+        for (int j = 0; j < nj; ++j)
+          linear(e, x_of(j), xw, n, ws[static_cast<size_t>(j)], y.ptr + j * p.out, total_out, false,
+                 nullptr);
+      }
+    };
+    const bool fast0 = fast_kernels();
+    set_fast_kernels(false);
+    for (int j = 0; j < nj; ++j)
+      linear(e, x_of(j), xw, kRows, ms[static_cast<size_t>(j)].w, ref.ptr + j * p.out, total_out,
+             false, nullptr);
+    set_fast_kernels(fast0);
+    std::vector<float> want(ref.count), got(y.count);
+    e.to_host(want.data(), ref.ptr, ref.bytes());
+    for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}}) {
+      bool ok = true;
+      for (int j = 0; j < nj; ++j)
+        ok = ok && gemv_mma_supported(ms[static_cast<size_t>(j)].w, n, x_of(j), xw);
+      const std::vector<float> want_n(want.begin(), want.begin() + n * total_out);
+      const auto check = [&](const std::string& what, bool mma, double ms_call) {
+        e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
+        run(0, n, mma);
+        e.to_host(got.data(), y.ptr, y.bytes());
+        const std::vector<float> got_n(got.begin(), got.begin() + n * total_out);
+        const OutputError err = max_rel_error(want_n, got_n);
+        KernelCheck kc;
+        kc.tolerance = kTol;
+        kc.rel_error = e.sync().ok() && ok ? err.rel : 1.0;
+        const double gbs = bytes / (ms_call * 1e-3) / 1e9;
+        char line[320];
+        std::snprintf(line, sizeof line,
+                      "mma %-26s %6.1f MB %lld row(s) %-22s %8.4f ms %6.0f GB/s (%5.1f%% of 4.8 "
+                      "TB/s), rel.err %.2e",
+                      p.name, bytes / 1e6, static_cast<long long>(n), what.c_str(), ms_call, gbs,
+                      gbs / 48.0, kc.rel_error);
+        kc.line = line;
+        out.push_back(kc);
+      };
+      int next = 0;
+      const auto timed = [&](bool mma) {
+        return time_ms(e, 2 * copies > 20 ? 2 * copies : 20, [&] {
+          run(next, n, mma);
+          next = (next + 1) % copies;
+        });
+      };
+      check("CUDA cores", false, timed(false));
+      for (const int s : {0, 1, 2, 4, 8}) {
+        set_gemv_mma_split(s);
+        check(s == 0 ? std::string("mma, split auto") : "mma, split " + std::to_string(s), true,
+              timed(true));
+      }
+      set_gemv_mma_split(split0);
+      for (const int ring : {4, 8}) {
+        set_gemv_mma_ring(ring);
+        check("mma, smem ring " + std::to_string(ring), true, timed(true));
+      }
+      set_gemv_mma_ring(ring0);
+    }
+  }
+  for (const DevFormat f : {DevFormat::FP4, DevFormat::FP8}) expert_checks(e, f, rng, out);
+  if (e.error != cudaSuccess) {
+    KernelCheck kc;
+    kc.line = std::string("CUDA error in the mma GEMV checks: ") + cudaGetErrorString(e.error);
+    kc.rel_error = 1;
+    out.push_back(kc);
+  }
+  cudaStreamDestroy(e.stream);
+  return out;
+}
+
+}  // namespace deepinfer::cuda
