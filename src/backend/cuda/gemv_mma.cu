@@ -20,7 +20,8 @@ namespace cg = cooperative_groups;
 // slice of 1/S of the row, S blocks of a cluster sharing the rows; rank s sums 1/S of them over
 // the cluster's slices in rank order through distributed shared memory. Each warp keeps 3 K steps
 // of 2 KB in flight in registers; two blocks fit an SM (H200 kernel check: one block of twice
-// the depth per SM streamed slower).
+// the depth per SM, and rings of 4 or 8 steps in shared memory filled by cp.async, streamed
+// slower).
 constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileRows = 16 * kWarps;
 constexpr int kMaxRows = 8;                   // the mma's 8 columns
 constexpr size_t kMaxInputBytes = 32 * 1024;  // the inputs' 16-bit copy in shared memory
@@ -77,27 +78,10 @@ __device__ __forceinline__ uint4 load_weights(const uint8_t* p) {
   return v;
 }
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Shared memory of the inputs' 16-bit copy and scales, and where the ring starts after it.
-DI_HD constexpr size_t input_bytes(int64_t n, int64_t slice, int step) {
+// Shared memory of the inputs' 16-bit copy and their scales.
+constexpr size_t input_bytes(int64_t n, int64_t slice, int step) {
   return static_cast<size_t>(n * slice) * 2 + static_cast<size_t>(n * (slice / step)) * 4;
 }
-DI_HD constexpr size_t align16_uint4(size_t bytes) { return (bytes + 15) / 16; }
 
 // The e2m1 codes of a word (codes 0 … 7) as 4 bf16 pairs (i, i + 4), times the block scale: with
 // fac (the scale 2^(u−127) as the bf16 pair 2^(u−1), u in [1, 128]) the codes' bits are placed at
@@ -184,9 +168,10 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
 // weight's and the inputs' block scales. FP4 (bf16 mmas with the 32-value block scales in the
 // decoded weights): word j of a row gives two mmas, pairs (0, 4), (1, 5) and (2, 6), (3, 7).
 // Two accumulator chains halve the mmas' dependent latency.
-template <DevFormat F, int S, bool kExperts, int kStages, bool kAsync>
-__global__ void __launch_bounds__(kThreads, kAsync&& kStages > 4 ? 1 : 2)
+template <DevFormat F, int S, bool kExperts>
+__global__ void __launch_bounds__(kThreads, 2)
     gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
+  constexpr int kStages = 4;
   constexpr int kStepK = F == DevFormat::FP8 ? 128 : 256;
   const int tile = static_cast<int>(blockIdx.x) / S, rank = static_cast<int>(blockIdx.x) % S;
   DevWeight w;
@@ -224,9 +209,9 @@ __global__ void __launch_bounds__(kThreads, kAsync&& kStages > 4 ? 1 : 2)
   const int64_t k0_bytes = F == DevFormat::FP8 ? k0 : k0 / 2;  // a step is 128 bytes of a row
   const uint8_t* pa = w.data + ra * row_bytes + k0_bytes + t * 32;
   const uint8_t* pb = pa + (rb - ra) * row_bytes;
-  // FP4 block scales: the row's 8 of a step (the lane's are bytes 2t, 2t + 1).
-  const uint8_t* sa = w.scale + ra * w.scale_stride + k0 / 32;
-  const uint8_t* sb = w.scale + rb * w.scale_stride + k0 / 32;
+  // FP4: the lane's two 32-value block scales of each row, two bytes a row a step.
+  const uint8_t* sa = w.scale + ra * w.scale_stride + k0 / 32 + 2 * t;
+  const uint8_t* sb = w.scale + rb * w.scale_stride + k0 / 32 + 2 * t;
   extern __shared__ uint4 smem[];
   uint16_t* xh = reinterpret_cast<uint16_t*>(smem);
   float* xinv = reinterpret_cast<float*>(xh + n * slice);
@@ -235,10 +220,10 @@ __global__ void __launch_bounds__(kThreads, kAsync&& kStages > 4 ? 1 : 2)
   const bool c0_live = 2 * t < n, c1_live = 2 * t + 1 < n;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   // One K step: the tile's 2 × 32 bytes of this lane (wa: row g, wb: row g + 8) and, FP4, the
-  // rows' step scales (8 bytes each).
-  auto step = [&](int kb, const uint32_t* wa, const uint32_t* wb, uint2 sca, uint2 scb) {
+  // lane's two scale bytes of each row (pa2, pb2).
+  auto step = [&](int kb, const uint32_t* wa, const uint32_t* wb, uint32_t pa2, uint32_t pb2) {
     if constexpr (F == DevFormat::FP8) {
-      (void)sca, (void)scb;
+      (void)pa2, (void)pb2;
       uint32_t xb[16] = {};
       if (g < n) {
         const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + t * 32 + kb * 128);
@@ -263,8 +248,6 @@ __global__ void __launch_bounds__(kThreads, kAsync&& kStages > 4 ? 1 : 2)
       acc[2] += (c[2] + c2[2]) * f0;
       acc[3] += (c[3] + c2[3]) * f1;
     } else {
-      const uint32_t pa2 = (t < 2 ? sca.x : sca.y) >> (16 * (t & 1));
-      const uint32_t pb2 = (t < 2 ? scb.x : scb.y) >> (16 * (t & 1));
       uint32_t fa[2], fb[2];
       float la[2], lb[2];
 #pragma unroll
@@ -291,75 +274,35 @@ __global__ void __launch_bounds__(kThreads, kAsync&& kStages > 4 ? 1 : 2)
     }
   };
 
-  if constexpr (kAsync) {
-    // The ring in shared memory after the inputs, filled by asynchronous copies: a lane reads
-    // back only what it copied, so no barrier.
-    constexpr int kStage = F == DevFormat::FP4 ? 160 : 128;  // uint4 per warp and stage
-    uint4* ring = smem + align16_uint4(input_bytes(n, slice, kStepK)) +
-                  static_cast<size_t>(warp) * kStages * kStage + lane;
-    auto issue = [&](int kb) {
-      if (kb < steps) {
-        uint4* slot = ring + (kb % kStages) * kStage;
-        cp_async16(slot, pa + kb * 128);
-        cp_async16(slot + 32, pa + kb * 128 + 16);
-        cp_async16(slot + 64, pb + kb * 128);
-        cp_async16(slot + 96, pb + kb * 128 + 16);
-        if constexpr (F == DevFormat::FP4) {
-          uint2* sc = reinterpret_cast<uint2*>(slot + 128);
-          cp_async8(sc, sa + kb * 8);
-          cp_async8(sc + 32, sb + kb * 8);
-        }
-      }
-      cp_async_commit();
-    };
-    for (int s = 0; s < kStages - 1; ++s) issue(s);
-    pdl_begin();  // the weights are constant: their loads may start before the launch before
-    stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv);
-    __syncthreads();
-    for (int kb = 0; kb < steps; ++kb) {
-      issue(kb + kStages - 1);
-      cp_async_wait<kStages - 1>();
-      const uint4* slot = ring + (kb % kStages) * kStage;
-      const uint4 w4[4] = {slot[0], slot[32], slot[64], slot[96]};
-      uint2 sca{}, scb{};
+  // A ring of 3 K steps ahead in registers (unrolled, so every slot index is a constant).
+  uint4 ring[kStages][4];
+  uint32_t ring_sc[kStages][2];
+  auto issue = [&](int kb, uint4* slot, uint32_t* sc) {
+    if (kb < steps) {
+      slot[0] = load_weights(pa + kb * 128);
+      slot[1] = load_weights(pa + kb * 128 + 16);
+      slot[2] = load_weights(pb + kb * 128);
+      slot[3] = load_weights(pb + kb * 128 + 16);
       if constexpr (F == DevFormat::FP4) {
-        sca = reinterpret_cast<const uint2*>(slot + 128)[0];
-        scb = reinterpret_cast<const uint2*>(slot + 128)[32];
+        sc[0] = __ldg(reinterpret_cast<const uint16_t*>(sa + kb * 8));
+        sc[1] = __ldg(reinterpret_cast<const uint16_t*>(sb + kb * 8));
       }
-      step(kb, reinterpret_cast<const uint32_t*>(&w4[0]), reinterpret_cast<const uint32_t*>(&w4[2]),
-           sca, scb);
     }
-    cp_async_wait<0>();
-  } else {
-    uint4 ring[kStages][4];
-    uint2 ring_sc[kStages][2];
-    auto issue = [&](int kb, uint4* slot, uint2* sc) {
-      if (kb < steps) {
-        slot[0] = load_weights(pa + kb * 128);
-        slot[1] = load_weights(pa + kb * 128 + 16);
-        slot[2] = load_weights(pb + kb * 128);
-        slot[3] = load_weights(pb + kb * 128 + 16);
-        if constexpr (F == DevFormat::FP4) {
-          sc[0] = __ldg(reinterpret_cast<const uint2*>(sa + kb * 8));
-          sc[1] = __ldg(reinterpret_cast<const uint2*>(sb + kb * 8));
-        }
-      }
-    };
+  };
 #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
-    pdl_begin();  // the weights are constant: their loads may start before the launch before
-    stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv);
-    __syncthreads();
-    for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
+  for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
+  pdl_begin();  // the weights are constant: their loads may start before the launch before
+  stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv);
+  __syncthreads();
+  for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
 #pragma unroll
-      for (int s = 0; s < kStages; ++s) {
-        const int kb = kb0 + s;
-        issue(kb + kStages - 1, ring[(s + kStages - 1) % kStages],
-              ring_sc[(s + kStages - 1) % kStages]);
-        if (kb < steps)
-          step(kb, reinterpret_cast<const uint32_t*>(&ring[s][0]),
-               reinterpret_cast<const uint32_t*>(&ring[s][2]), ring_sc[s][0], ring_sc[s][1]);
-      }
+    for (int s = 0; s < kStages; ++s) {
+      const int kb = kb0 + s;
+      issue(kb + kStages - 1, ring[(s + kStages - 1) % kStages],
+            ring_sc[(s + kStages - 1) % kStages]);
+      if (kb < steps)
+        step(kb, reinterpret_cast<const uint32_t*>(&ring[s][0]),
+             reinterpret_cast<const uint32_t*>(&ring[s][2]), ring_sc[s][0], ring_sc[s][1]);
     }
   }
   if constexpr (F == DevFormat::FP4) {
@@ -395,13 +338,6 @@ __global__ void __launch_bounds__(kThreads, kAsync&& kStages > 4 ? 1 : 2)
 
 bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
 bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
-// The ring of weights in flight per warp: 0 registers (3 steps ahead), 4 or 8: shared memory
-// filled by asynchronous copies (DEEPINFER_CUDA_GEMV_MMA_RING).
-int g_ring = [] {
-  const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_RING");
-  const int r = v ? std::atoi(v) : 0;
-  return r == 4 || r == 8 ? r : 0;
-}();
 int g_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
   const int s = v ? std::atoi(v) : 0;
@@ -423,16 +359,9 @@ int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step)
   return s;
 }
 
-template <DevFormat F, int S, bool kExperts, int kStages, bool kAsync>
+template <DevFormat F, int S, bool kExperts>
 void launch_shape(Exec& e, const MmaLaunch& L, int tiles, size_t shared) {
-  const auto kernel = gemv_mma_kernel<F, S, kExperts, kStages, kAsync>;
-  if (kAsync) {  // the ring past the default 48 KB; once per kernel (allowed in a capture)
-    const size_t stage = F == DevFormat::FP4 ? 160 * 16 : 128 * 16;
-    shared = align16_uint4(shared) * 16 + kWarps * kStages * stage;
-    static const cudaError_t set = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * 1024 + kWarps * kStages * 2560);
-    e.note(set);
-  }
+  const auto kernel = gemv_mma_kernel<F, S, kExperts>;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * S));
   cfg.blockDim = dim3(kThreads);
@@ -458,32 +387,20 @@ void launch_shape(Exec& e, const MmaLaunch& L, int tiles, size_t shared) {
   e.note(cudaGetLastError());
 }
 
-template <DevFormat F, bool kExperts, int kStages, bool kAsync>
+template <DevFormat F, bool kExperts>
 void launch_split(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shared) {
   switch (split) {
     case 1:
-      launch_shape<F, 1, kExperts, kStages, kAsync>(e, L, tiles, shared);
+      launch_shape<F, 1, kExperts>(e, L, tiles, shared);
       break;
     case 2:
-      launch_shape<F, 2, kExperts, kStages, kAsync>(e, L, tiles, shared);
+      launch_shape<F, 2, kExperts>(e, L, tiles, shared);
       break;
     case 4:
-      launch_shape<F, 4, kExperts, kStages, kAsync>(e, L, tiles, shared);
+      launch_shape<F, 4, kExperts>(e, L, tiles, shared);
       break;
     default:
-      launch_shape<F, 8, kExperts, kStages, kAsync>(e, L, tiles, shared);
-  }
-}
-
-// The ring: registers (0) or shared memory of 4 or 8 steps.
-template <DevFormat F, bool kExperts>
-void launch_ring(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shared) {
-  if (g_ring == 4) {
-    launch_split<F, kExperts, 4, true>(e, L, tiles, split, shared);
-  } else if (g_ring == 8) {
-    launch_split<F, kExperts, 8, true>(e, L, tiles, split, shared);
-  } else {
-    launch_split<F, kExperts, 4, false>(e, L, tiles, split, shared);
+      launch_shape<F, 8, kExperts>(e, L, tiles, shared);
   }
 }
 
@@ -493,8 +410,6 @@ bool gemv_mma_on() { return g_on; }
 void set_gemv_mma(bool on) { g_on = on; }
 bool experts_mma_on() { return g_experts_on; }
 void set_experts_mma(bool on) { g_experts_on = on; }
-void set_gemv_mma_ring(int ring) { g_ring = ring == 4 || ring == 8 ? ring : 0; }
-int gemv_mma_ring() { return g_ring; }
 void set_gemv_mma_split(int split) {
   g_split = split == 1 || split == 2 || split == 4 || split == 8 ? split : 0;
 }
@@ -523,7 +438,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n) {
   L.first[count] = tiles;
   if (tiles == 0) return;
   const int s = choose_split(tiles, n, min_in, max_in, 128);
-  launch_ring<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
+  launch_split<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
 }
 
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {
@@ -555,9 +470,9 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   const int s = choose_split(tiles, 1, p.in, p.in, step);
   const size_t shared = input_bytes(1, p.in / s, step);
   if (p.format == DevFormat::FP8) {
-    launch_split<DevFormat::FP8, true, 4, false>(e, L, tiles, s, shared);
+    launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);
   } else {
-    launch_ring<DevFormat::FP4, true>(e, L, tiles, s, shared);
+    launch_split<DevFormat::FP4, true>(e, L, tiles, s, shared);
   }
 }
 

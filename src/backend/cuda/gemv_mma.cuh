@@ -55,10 +55,6 @@ struct ExpertMmaProducts {
 };
 bool experts_mma_on();
 void set_experts_mma(bool on);
-// The weights in flight per warp: 0 a ring of registers (3 steps ahead, the default), 4 or 8 a ring
-// of that many steps in shared memory filled by cp.async (DEEPINFER_CUDA_GEMV_MMA_RING).
-void set_gemv_mma_ring(int ring);
-int gemv_mma_ring();
 // Whether an expert shaped like w (every expert of the product alike) runs here on x.
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx);
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,

@@ -38,7 +38,6 @@ struct Product {
 // routed sublayer (w1 + w3, SwiGLU, FP8, w2) against the grouped CUDA-core path, and both paths'
 // times with the slots cycling over the experts (≥ 200 MB between two reads of one).
 void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCheck>& out) {
-  std::fprintf(stderr, "mma experts check: %s\n", f == DevFormat::FP4 ? "FP4" : "FP8");
   constexpr int E = 16, K = 6;
   constexpr int64_t d = 4096, inter = 2048;
   std::vector<Matrix> m1, m2, m3;
@@ -54,7 +53,6 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     a.upload(e, reinterpret_cast<const uint8_t*>(ws.data()), ws.size() * sizeof(DevWeight));
     return a;
   };
-  std::fprintf(stderr, "  weights made\n");
   DeviceArray<uint8_t> d1 = upload(w1), d2 = upload(w2), d3 = upload(w3);
   RoutedExperts re;
   re.r1 = reinterpret_cast<const DevWeight*>(d1.ptr);
@@ -92,7 +90,6 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     kc.line = buf;
     out.push_back(kc);
   };
-  std::fprintf(stderr, "  buffers made\n");
   // The products alone against the reference body, slot by slot (set 0).
   const bool ok =
       experts_mma_supported(w1[0], x.ptr, d) && experts_mma_supported(w2[0], h1.ptr, inter);
@@ -102,7 +99,6 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   fp8_quant_rows(e, xq.ptr, K, inter, 128);  // bf16-exact FP8 inputs for w2
   experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr, K, K, xq.ptr, inter,
               true, d);
-  std::fprintf(stderr, "  products run\n");
   const bool fast0 = fast_kernels();
   set_fast_kernels(false);
   for (int k = 0; k < K; ++k) {
@@ -121,7 +117,6 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     e.to_host(v.data(), a.ptr, a.bytes());
     return v;
   };
-  std::fprintf(stderr, "  references run\n");
   const OutputError e1 = max_rel_error(host(r1), host(h1)), e3 = max_rel_error(host(r3), host(h3));
   const OutputError e2 = max_rel_error(host(r2), host(y));
   line("w1 + w3 launch vs the reference body", ok ? std::max(e1.rel, e3.rel) : 1.0, 1e-2);
@@ -136,11 +131,9 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     routed_grouped(e, pb.plan(), re, x.ptr, 1, E, K, d, inter, 10.0f, wts.ptr, true, h1.ptr, h3.ptr,
                    dst.ptr, xq.ptr, idx.ptr + set * K, x.ptr);
   };
-  std::fprintf(stderr, "  compared\n");
   sublayer(false, y_old);
   sublayer(true, y);
   line("routed sublayer vs the grouped kernels", max_rel_error(host(y_old), host(y)).rel, 1e-2);
-  std::fprintf(stderr, "  sublayers run\n");
   double bytes = 0;
   for (int k = 0; k < K; ++k) {
     const int ex = hidx[static_cast<size_t>(k)];
@@ -151,12 +144,10 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   }
   struct Variant {
     bool mma;
-    int ring, split;
+    int split;
   };
-  const int ring0 = gemv_mma_ring(), split0 = gemv_mma_split();
-  for (const Variant v : {Variant{false, 0, 0}, Variant{true, 0, 0}, Variant{true, 0, 2},
-                          Variant{true, 4, 0}, Variant{true, 8, 0}}) {
-    set_gemv_mma_ring(v.ring);
+  const int split0 = gemv_mma_split();
+  for (const Variant v : {Variant{false, 0}, Variant{true, 0}, Variant{true, 2}}) {
     set_gemv_mma_split(v.split);
     const double ms = time_ms(e, 40, [&] {
       sublayer(v.mma, v.mma ? y : y_old);
@@ -164,13 +155,11 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     });
     const double gbs = bytes / (ms * 1e-3) / 1e9;
     char what[200];
-    std::snprintf(what, sizeof what,
-                  "%s (ring %d, split %d) %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
-                  v.mma ? "one-token mma path" : "grouped CUDA-core path", v.ring, v.split, ms, gbs,
-                  gbs / 48.0);
+    std::snprintf(
+        what, sizeof what, "%s (split %d) %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
+        v.mma ? "one-token mma path" : "grouped CUDA-core path", v.split, ms, gbs, gbs / 48.0);
     line(what, 0.0, 1e-2);
   }
-  set_gemv_mma_ring(ring0);
   set_gemv_mma_split(split0);
 }
 
@@ -182,7 +171,7 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return out;
   Exec e;
   cudaStreamCreate(&e.stream);
-  const int split0 = gemv_mma_split(), ring0 = gemv_mma_ring();
+  const int split0 = gemv_mma_split();
   std::mt19937 rng(53);
   const std::vector<Product> products = {
       {"wq_b 32768x1024", 1, 32768, 1024, false, true},
@@ -192,7 +181,6 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
       {"wo_a group 8x1024x4096", 8, 1024, 4096, true, false},
   };
   for (const Product& p : products) {
-    std::fprintf(stderr, "mma check: %s\n", p.name);
     const int nj = p.jobs;
     std::vector<Matrix> ms;
     for (int j = 0; j < nj; ++j) ms.push_back(random_matrix(e, DevFormat::FP8, p.out, p.in, rng));
@@ -291,11 +279,6 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
               timed(true));
       }
       set_gemv_mma_split(split0);
-      for (const int ring : {4, 8}) {
-        set_gemv_mma_ring(ring);
-        check("mma, smem ring " + std::to_string(ring), true, timed(true));
-      }
-      set_gemv_mma_ring(ring0);
     }
   }
   for (const DevFormat f : {DevFormat::FP4, DevFormat::FP8}) expert_checks(e, f, rng, out);
