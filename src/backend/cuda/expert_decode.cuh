@@ -1,6 +1,7 @@
 // Register decodes of packed expert weights shared by the grouped expert kernels (device only).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -23,6 +24,22 @@ __device__ __forceinline__ void e2m1x8(uint32_t q, float* v) {
     const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[i]));
     v[i] = f.x;
     v[i + 4] = f.y;
+  }
+}
+
+// 8 e2m1 codes of one word → 4 bf16 pairs (elements i, i + 4) times their block scale, exactly:
+// fac is the scale 2^(u−127) as the bf16 pair 2^(u−1) (u in [1, 128]); the codes' bits placed at
+// bf16 bits 8..6 are the value times 2^−126 (e = 0 lands on the subnormals), and one bf16
+// multiply by fac gives value × scale.
+__device__ __forceinline__ void e2m1x8_bf16_scaled(uint32_t c, uint32_t fac, uint32_t* out) {
+  const uint32_t m = 0x01c001c0u, sg = 0x80008000u;
+  const uint32_t w[4] = {((c << 6) & m) | ((c << 12) & sg), ((c << 2) & m) | ((c << 8) & sg),
+                         ((c >> 2) & m) | ((c << 4) & sg), ((c >> 6) & m) | (c & sg)};
+  const __nv_bfloat162 f = *reinterpret_cast<const __nv_bfloat162*>(&fac);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 v = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]), f);
+    out[i] = *reinterpret_cast<const uint32_t*>(&v);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/gemv_mma.cuh"
 #include "backend/cuda/mma_bf16.cuh"
@@ -83,32 +84,20 @@ constexpr size_t input_bytes(int64_t n, int64_t slice, int step) {
   return static_cast<size_t>(n * slice) * 2 + static_cast<size_t>(n * (slice / step)) * 4;
 }
 
-// The e2m1 codes of a word (codes 0 … 7) as 4 bf16 pairs (i, i + 4), times the block scale: with
-// fac (the scale 2^(u−127) as the bf16 pair 2^(u−1), u in [1, 128]) the codes' bits are placed at
-// bf16 bits 8..6 (the value times 2^−126; e = 0 lands on the subnormals) and one bf16 multiply
-// applies it, exactly; else (fac 0) through fp32.
+// The e2m1 codes of a word (codes 0 … 7) as 4 bf16 pairs (i, i + 4) times the block scale: by
+// bit placement and one bf16 multiply where fac applies (expert_decode.cuh), else through fp32.
 __device__ __forceinline__ void fp4_word(uint32_t c, uint32_t fac, float scale, uint32_t* out) {
   if (fac != 0) {
-    const uint32_t m = 0x01c001c0u, sg = 0x80008000u;
-    const uint32_t w[4] = {((c << 6) & m) | ((c << 12) & sg), ((c << 2) & m) | ((c << 8) & sg),
-                           ((c >> 2) & m) | ((c << 4) & sg), ((c >> 6) & m) | (c & sg)};
-    const __nv_bfloat162 f = *reinterpret_cast<const __nv_bfloat162*>(&fac);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const __nv_bfloat162 v = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]), f);
-      out[i] = *reinterpret_cast<const uint32_t*>(&v);
-    }
+    e2m1x8_bf16_scaled(c, fac, out);
     return;
   }
   float v[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const uint32_t nib = c >> (4 * i);
-    v[i] = __uint_as_float(((nib & 7u) << 22) | ((nib & 8u) << 28)) * 0x1p126f * scale;
-  }
+  e2m1x8(c, v);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const __nv_bfloat162 p = __floats2bfloat162_rn(v[i], v[i + 4]);
+    // e2m1x8 gives the values times 2^-14.
+    const __nv_bfloat162 p =
+        __floats2bfloat162_rn(v[i] * 0x1p14f * scale, v[i + 4] * 0x1p14f * scale);
     out[i] = *reinterpret_cast<const uint32_t*>(&p);
   }
 }

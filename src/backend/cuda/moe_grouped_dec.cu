@@ -126,15 +126,7 @@ __device__ __forceinline__ void decode_group(const uint4* q, int j, float sc, ui
   if constexpr (F == DevFormat::FP4) {
     const uint32_t c = word_of(q[0], j);
     if (fac != 0) {
-      const uint32_t m = 0x01c001c0u, sg = 0x80008000u;
-      const uint32_t w[4] = {((c << 6) & m) | ((c << 12) & sg), ((c << 2) & m) | ((c << 8) & sg),
-                             ((c >> 2) & m) | ((c << 4) & sg), ((c >> 6) & m) | (c & sg)};
-      const __nv_bfloat162 f = *reinterpret_cast<const __nv_bfloat162*>(&fac);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const __nv_bfloat162 v = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]), f);
-        out[i] = *reinterpret_cast<const uint32_t*>(&v);
-      }
+      e2m1x8_bf16_scaled(c, fac, out);
     } else {
       float v[8];
       e2m1x8(c, v);
