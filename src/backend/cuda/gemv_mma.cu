@@ -325,8 +325,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
-bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
+const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
+const bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
 int g_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
   const int s = v ? std::atoi(v) : 0;
@@ -395,10 +395,6 @@ void launch_split(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shar
 
 }  // namespace
 
-bool gemv_mma_on() { return g_on; }
-void set_gemv_mma(bool on) { g_on = on; }
-bool experts_mma_on() { return g_experts_on; }
-void set_experts_mma(bool on) { g_experts_on = on; }
 void set_gemv_mma_split(int split) {
   g_split = split == 1 || split == 2 || split == 4 || split == 8 ? split : 0;
 }

@@ -2,7 +2,7 @@
 // fp16 by one conversion per pair and into mma.sync m16n8k16 with fp32 accumulators, the batch
 // rows as the mma's 8 columns. The CUDA-core GEMVs spend several instructions per weight byte
 // (decode to fp32, a multiply-add each, the block scale's index) and read FP8 at 1.5–1.8 TB/s at
-// one row; here a byte costs half a conversion, so the pass is bound by HBM.
+// one row; here a byte costs half a conversion (H200, wq_b at one row: 2.44 TB/s).
 #pragma once
 
 #include <cstdint>
@@ -23,9 +23,7 @@ struct MmaGemvJob {
   bool round_out = false;
 };
 
-// On unless DEEPINFER_CUDA_GEMV_MMA=0.
-bool gemv_mma_on();
-void set_gemv_mma(bool on);
+// On unless DEEPINFER_CUDA_GEMV_MMA=0 (gemv_mma_supported answers false then).
 // Blocks per output tile along K (a cluster; 0: chosen per launch, else 1, 2, 4 or 8);
 // DEEPINFER_CUDA_GEMV_MMA_SPLIT sets it from the environment.
 void set_gemv_mma_split(int split);
@@ -45,7 +43,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n);
 // x + s · ldx (x_per_slot) or x + (s / per_token) · ldx, FP8-quantized values. FP4 (×32 UE8M0)
 // runs as bf16 mmas with the block scales in the decoded weights, FP8 as gemv_mma. Each slot
 // streams its expert's weights itself, so it suits tokens whose slots name distinct experts
-// (DEEPINFER_CUDA_EXPERTS_MMA=0: off).
+// (DEEPINFER_CUDA_EXPERTS_MMA=0: off, experts_mma_supported answers false).
 struct ExpertMmaProducts {
   const DevWeight* experts[2] = {};  // device arrays [E]
   float* y[2] = {};
@@ -53,8 +51,6 @@ struct ExpertMmaProducts {
   DevFormat format = DevFormat::FP4;
   int64_t out = 0, in = 0;
 };
-bool experts_mma_on();
-void set_experts_mma(bool on);
 // Whether an expert shaped like w (every expert of the product alike) runs here on x.
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx);
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
