@@ -52,4 +52,5 @@ def main():
         print(f"| {k} | {ms:.3f} | {100 * ms / all_ms:.1f} % | {count[k] / steps:.0f} | {mb:.1f} | {rate} |")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -43,6 +43,14 @@ __device__ __forceinline__ void e2m1x8_bf16_scaled(uint32_t c, uint32_t fac, uin
   }
 }
 
+// 8 e2m1 codes of one word → their e4m3 codes times 2^−6, exactly: the magnitude bits (e1 e0 m)
+// placed at e4m3 bits 4..2 (so E = e, M = m · 4; e = 0 lands on the e4m3 subnormals) and the sign
+// at bit 7. even: codes 0, 2, 4, 6 in bytes 0..3; odd: codes 1, 3, 5, 7. Five integer operations.
+__device__ __forceinline__ void e2m1x8_e4m3(uint32_t q, uint32_t& even, uint32_t& odd) {
+  even = ((q << 2) & 0x1c1c1c1cu) | ((q << 4) & 0x80808080u);
+  odd = ((q >> 2) & 0x1c1c1c1cu) | (q & 0x80808080u);
+}
+
 // 4 e4m3 codes of one 32-bit word (element i at byte i) → v[0..3], exactly (through fp16).
 __device__ __forceinline__ void e4m3x4(uint32_t u, float* v) {
 #pragma unroll

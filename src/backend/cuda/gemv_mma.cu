@@ -9,7 +9,6 @@
 #include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/gemv_mma.cuh"
-#include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/row_reduce.cuh"
 
 namespace deepinfer::cuda {
@@ -84,32 +83,68 @@ constexpr size_t input_bytes(int64_t n, int64_t slice, int step) {
   return static_cast<size_t>(n * slice) * 2 + static_cast<size_t>(n * (slice / step)) * 4;
 }
 
-// The e2m1 codes of a word (codes 0 … 7) as 4 bf16 pairs (i, i + 4) times the block scale: by
-// bit placement and one bf16 multiply where fac applies (expert_decode.cuh), else through fp32.
-__device__ __forceinline__ void fp4_word(uint32_t c, uint32_t fac, float scale, uint32_t* out) {
-  if (fac != 0) {
-    e2m1x8_bf16_scaled(c, fac, out);
-    return;
-  }
-  float v[8];
-  e2m1x8(c, v);
+// The f16 pair 2^(u − 121): the block scale 2^(u − 127) over e2m1x8_e4m3's 2^−6, for u in
+// [104, 136], where every e2m1 value times the scale is exact in f16 (2^−24 … 6 · 2^9); 0 outside
+// (the step then takes fp4_step_exact).
+__device__ __forceinline__ uint32_t fp4_f16_fac(uint32_t u) {
+  const uint32_t h = u >= 107 ? (u - 106) << 10 : 1u << ((u - 97) & 31);  // f16 subnormals below
+  return u >= 104 && u <= 136 ? h * 0x00010001u : 0u;
+}
+
+// The e2m1 codes of a word (codes 0 … 7) as 4 f16 pairs times the block scale, exactly: e4m3 codes
+// by bit placement, one conversion a pair, one f16 multiply. Pairs (0, 2), (4, 6), (1, 3), (5, 7).
+__device__ __forceinline__ void fp4_word_f16(uint32_t q, uint32_t fac, uint32_t* out) {
+  uint32_t even, odd;
+  e2m1x8_e4m3(q, even, odd);
+  const uint32_t codes[4] = {even, even >> 16, odd, odd >> 16};
+  const __half2 f = *reinterpret_cast<const __half2*>(&fac);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    // e2m1x8 gives the values times 2^-14.
-    const __nv_bfloat162 p =
-        __floats2bfloat162_rn(v[i] * 0x1p14f * scale, v[i + 4] * 0x1p14f * scale);
-    out[i] = *reinterpret_cast<const uint32_t*>(&p);
+    const uint32_t h = fp8x2_to_half2(codes[i]);
+    const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h), f);
+    out[i] = *reinterpret_cast<const uint32_t*>(&v);
   }
 }
 
-__device__ __forceinline__ uint32_t fp4_fac(uint32_t u) {
-  return u >= 1 && u <= 128 ? ((u + 126u) << 7) * 0x00010001u : 0u;
+// Where the shared memory's 8-value group keeps value i (fp4_word_f16's pair order).
+__device__ __forceinline__ int fp4_slot(int i) { return (i & 1) ? 4 + i / 2 : i / 2; }
+
+// One K step of an FP4 tile at one input row in fp32, for block scales outside fp4_f16_fac's
+// range: the lane's 64 values of rows a and b (w[0], w[1]: its chunks of row a; w[2], w[3]: row b)
+// against input row 0 (xs: the step's 256 values, xinv: their two 128-value scales), summed over
+// the row's 4 lanes. Rare: real checkpoints' scales sit near 2^−7.
+__device__ __forceinline__ float2 fp4_step_exact(uint4 w0, uint4 w1, uint4 w2, uint4 w3, uint2 sa,
+                                                 uint2 sb, const uint16_t* xs, const float* xinv,
+                                                 int t) {
+  const uint4 w[4] = {w0, w1, w2, w3};
+  float sum[2] = {0.0f, 0.0f};
+  for (int c = 0; c < 2; ++c) {
+    const uint32_t ua = ((c ? sa.y : sa.x) >> (8 * t)) & 0xffu;
+    const uint32_t ub = ((c ? sb.y : sb.x) >> (8 * t)) & 0xffu;
+    // e2m1x8 gives the values times 2^-14.
+    const float scale[2] = {ue8m0_to_float(static_cast<uint8_t>(ua)) * 0x1p14f,
+                            ue8m0_to_float(static_cast<uint8_t>(ub)) * 0x1p14f};
+    for (int j = 0; j < 4; ++j) {
+      const uint16_t* xg = xs + 128 * c + 32 * t + 8 * j;
+      for (int r = 0; r < 2; ++r) {
+        const uint4& q = w[2 * r + c];
+        float v[8];
+        e2m1x8(j == 0 ? q.x : j == 1 ? q.y : j == 2 ? q.z : q.w, v);
+        for (int i = 0; i < 8; ++i)
+          sum[r] += v[i] * scale[r] * (__half2float(__ushort_as_half(xg[fp4_slot(i)])) * xinv[c]);
+      }
+    }
+  }
+  for (int off = 1; off < 4; off <<= 1) {
+    sum[0] += __shfl_xor_sync(0xffffffffu, sum[0], off);
+    sum[1] += __shfl_xor_sync(0xffffffffu, sum[1], off);
+  }
+  return make_float2(sum[0], sum[1]);
 }
 
-// The block's input rows over its K slice in shared memory. FP8: fp16, each 128 values times a
-// power of two that puts their largest in [2^14, 2^15) (exact for FP8-quantized and bf16 values),
-// and the inverse of that power per (row, 128 values). FP4: bf16 (exact for those values), each
-// 8 in the order 0, 4, 1, 5, 2, 6, 3, 7 of fp4_word's pairs.
+// The block's input rows over its K slice in shared memory: fp16, each 128 values times a power of
+// two that puts their largest in [2^14, 2^15) (exact for FP8-quantized and bf16 values), and the
+// inverse of that power per (row, 128 values). FP4: each 8 in fp4_slot's order.
 template <DevFormat F>
 __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n, int64_t k0,
                                              int slice, uint16_t* xh, float* xinv) {
@@ -132,31 +167,39 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
       if (lane == 0) xinv[r * steps + kb] = __uint_as_float(static_cast<uint32_t>(e - 14) << 23);
     }
   } else {
-    for (int i = threadIdx.x; i < n * slice / 8; i += kThreads) {
-      const int r = i / (slice / 8), c = i % (slice / 8);
-      const float4* p = reinterpret_cast<const float4*>(x + r * ldx + k0 + c * 8);
-      const float4 a = p[0], b = p[1];
-      const __nv_bfloat162 q0 = __floats2bfloat162_rn(a.x, b.x),
-                           q1 = __floats2bfloat162_rn(a.y, b.y);
-      const __nv_bfloat162 q2 = __floats2bfloat162_rn(a.z, b.z),
-                           q3 = __floats2bfloat162_rn(a.w, b.w);
-      uint4 packed;
-      packed.x = *reinterpret_cast<const uint32_t*>(&q0);
-      packed.y = *reinterpret_cast<const uint32_t*>(&q1);
-      packed.z = *reinterpret_cast<const uint32_t*>(&q2);
-      packed.w = *reinterpret_cast<const uint32_t*>(&q3);
-      *reinterpret_cast<uint4*>(xh + r * slice + c * 8) = packed;
+    const int passes = slice >> 8;  // a warp's pass: 256 values, a half-warp's 128 one scale
+    for (int b = warp; b < n * passes; b += kWarps) {
+      const int r = b / passes, kb = b % passes;
+      const float4* p = reinterpret_cast<const float4*>(x + r * ldx + k0 + kb * 256 + lane * 8);
+      const float4 a = p[0], c = p[1];
+      float amax = fmaxf(fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))),
+                         fmaxf(fmaxf(fabsf(c.x), fabsf(c.y)), fmaxf(fabsf(c.z), fabsf(c.w))));
+#pragma unroll
+      for (int off = 8; off > 0; off >>= 1)
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+      const int e = max(static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu), 15);
+      const float q = __uint_as_float(static_cast<uint32_t>(268 - e) << 23);  // 2^(141 - e)
+      const __half2 h[4] = {
+          __floats2half2_rn(a.x * q, a.z * q), __floats2half2_rn(c.x * q, c.z * q),
+          __floats2half2_rn(a.y * q, a.w * q), __floats2half2_rn(c.y * q, c.w * q)};
+      *reinterpret_cast<uint4*>(xh + r * slice + kb * 256 + lane * 8) =
+          *reinterpret_cast<const uint4*>(h);
+      if ((lane & 15) == 0)
+        xinv[r * (slice >> 7) + kb * 2 + (lane >> 4)] =
+            __uint_as_float(static_cast<uint32_t>(e - 14) << 23);
     }
   }
 }
 
-// Lane (g, t) of a warp holds bytes [32t, 32t + 32) of its tile's rows g and g + 8 in each K step
-// (128 values FP8, 256 FP4); the mma's k order is free as long as both operands share it. FP8: the
-// j-th of a step's 8 mmas takes the lane's word j of both rows (codes 4j … 4j + 3) against the
-// same four inputs of batch row g (the mma's column), and the step's sums are scaled by the
-// weight's and the inputs' block scales. FP4 (bf16 mmas with the 32-value block scales in the
-// decoded weights): word j of a row gives two mmas, pairs (0, 4), (1, 5) and (2, 6), (3, 7).
-// Two accumulator chains halve the mmas' dependent latency.
+// Lane (g, t) of a warp holds 32 bytes of its tile's rows g and g + 8 in each K step (128 values
+// FP8, 256 FP4); the mma's k order is free as long as both operands share it. FP8: bytes
+// [32t, 32t + 32); the j-th of a step's 8 mmas takes the lane's word j of both rows (codes
+// 4j … 4j + 3) against the same four inputs of batch row g (the mma's column), and the step's sums
+// are scaled by the weight's and the inputs' block scales. FP4 (H200: the bf16 decode this
+// replaced spent 2.5x the bytes' streaming time): two 16-byte chunks, so an mma's 16 values
+// share one input scale; word j of a row gives two f16 mmas with the 32-value block scales in
+// the decoded weights, and each chunk's sums are scaled by its input scale. Two accumulator
+// chains (FP4: one a chunk) halve the mmas' dependent latency.
 template <DevFormat F, int S, bool kExperts>
 __global__ void __launch_bounds__(kThreads, 2)
     gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
@@ -196,23 +239,27 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t rb = min(t0 + warp * 16 + g + 8, w.out - 1) + w.row0;
   const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
   const int64_t k0_bytes = F == DevFormat::FP8 ? k0 : k0 / 2;  // a step is 128 bytes of a row
-  const uint8_t* pa = w.data + ra * row_bytes + k0_bytes + t * 32;
+  // FP8: bytes [32t, 32t + 32) of a step; FP4: [16t, 16t + 16) and [64 + 16t, 80 + 16t), so that
+  // each mma's 16 values of a row lie in one 128-value block of the inputs' scales.
+  const uint8_t* pa = w.data + ra * row_bytes + k0_bytes + (F == DevFormat::FP8 ? t * 32 : t * 16);
   const uint8_t* pb = pa + (rb - ra) * row_bytes;
-  // FP4: the lane's two 32-value block scales of each row, two bytes a row a step.
-  const uint8_t* sa = w.scale + ra * w.scale_stride + k0 / 32 + 2 * t;
-  const uint8_t* sb = w.scale + rb * w.scale_stride + k0 / 32 + 2 * t;
+  // FP4: the step's eight 32-value block scales of each row (the lane's are bytes t and 4 + t).
+  const uint8_t* sa = w.scale + ra * w.scale_stride + k0 / 32;
+  const uint8_t* sb = w.scale + rb * w.scale_stride + k0 / 32;
   extern __shared__ uint4 smem[];
   uint16_t* xh = reinterpret_cast<uint16_t*>(smem);
   float* xinv = reinterpret_cast<float*>(xh + n * slice);
   __shared__ float part[kMaxRows][kTileRows];
   const int64_t srow = (w.row0 + t0) >> 7, scol = k0 >> 7;
   const bool c0_live = 2 * t < n, c1_live = 2 * t + 1 < n;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   // One K step: the tile's 2 × 32 bytes of this lane (wa: row g, wb: row g + 8) and, FP4, the
-  // lane's two scale bytes of each row (pa2, pb2).
-  auto step = [&](int kb, const uint32_t* wa, const uint32_t* wb, uint32_t pa2, uint32_t pb2) {
+  // step's scale bytes of each row (sa2, sb2).
+  auto step = [&](int kb, const uint4* wv, uint2 sa2, uint2 sb2) {
+    const uint32_t* wa = reinterpret_cast<const uint32_t*>(&wv[0]);
+    const uint32_t* wb = reinterpret_cast<const uint32_t*>(&wv[2]);
     if constexpr (F == DevFormat::FP8) {
-      (void)pa2, (void)pb2;
+      (void)sa2, (void)sb2;
       uint32_t xb[16] = {};
       if (g < n) {
         const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + t * 32 + kb * 128);
@@ -237,44 +284,58 @@ __global__ void __launch_bounds__(kThreads, 2)
       acc[2] += (c[2] + c2[2]) * f0;
       acc[3] += (c[3] + c2[3]) * f1;
     } else {
+      // Chunk c of the lane's rows: scale byte t of word c; each chunk's mmas one chain.
       uint32_t fa[2], fb[2];
-      float la[2], lb[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint32_t ua = (pa2 >> (8 * h)) & 0xffu, ub = (pb2 >> (8 * h)) & 0xffu;
-        fa[h] = fp4_fac(ua), fb[h] = fp4_fac(ub);
-        la[h] = ue8m0_to_float(static_cast<uint8_t>(ua));
-        lb[h] = ue8m0_to_float(static_cast<uint8_t>(ub));
+      for (int c = 0; c < 2; ++c) {
+        fa[c] = fp4_f16_fac(((c ? sa2.y : sa2.x) >> (8 * t)) & 0xffu);
+        fb[c] = fp4_f16_fac(((c ? sb2.y : sb2.x) >> (8 * t)) & 0xffu);
       }
-      const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + t * 64 + kb * 256);
+      const int blocks = 2 * steps;  // the inputs' 128-value scales per row
+      if (__all_sync(0xffffffffu, fa[0] != 0 && fa[1] != 0 && fb[0] != 0 && fb[1] != 0)) {
+        const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + kb * 256 + t * 32);
+        float c[2][4] = {};
 #pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        uint4 xq = make_uint4(0, 0, 0, 0);
-        if (g < n) xq = xp[q];
-        uint32_t da[4], db[4];
-        fp4_word(wa[q], fa[q / 4], la[q / 4], da);
-        fp4_word(wb[q], fb[q / 4], lb[q / 4], db);
-        const uint32_t a0[4] = {da[0], db[0], da[1], db[1]};
-        const uint32_t a1[4] = {da[2], db[2], da[3], db[3]};
-        const uint32_t b0[2] = {xq.x, xq.y}, b1[2] = {xq.z, xq.w};
-        mma(acc, a0, b0);
-        mma(acc2, a1, b1);
+        for (int j = 0; j < 8; ++j) {
+          const int ch = j / 4;
+          uint4 xq = make_uint4(0, 0, 0, 0);
+          if (g < n) xq = xp[ch * 16 + j % 4];
+          uint32_t da[4], db[4];
+          fp4_word_f16(wa[j], fa[ch], da);
+          fp4_word_f16(wb[j], fb[ch], db);
+          const uint32_t a0[4] = {da[0], db[0], da[1], db[1]};
+          const uint32_t a1[4] = {da[2], db[2], da[3], db[3]};
+          mma_f16(c[ch], a0, xq.x, xq.y);
+          mma_f16(c[ch], a1, xq.z, xq.w);
+        }
+        const float* xi0 = xinv + 2 * t * blocks + 2 * kb;
+        const float f00 = c0_live ? xi0[0] : 0.0f, f01 = c0_live ? xi0[1] : 0.0f;
+        const float f10 = c1_live ? xi0[blocks] : 0.0f, f11 = c1_live ? xi0[blocks + 1] : 0.0f;
+        acc[0] += c[0][0] * f00 + c[1][0] * f01;
+        acc[1] += c[0][1] * f10 + c[1][1] * f11;
+        acc[2] += c[0][2] * f00 + c[1][2] * f01;
+        acc[3] += c[0][3] * f10 + c[1][3] * f11;
+      } else {  // one input row (the experts' launches): column 0 is lane (g, 0)'s
+        const float2 v =
+            fp4_step_exact(wv[0], wv[1], wv[2], wv[3], sa2, sb2, xh + kb * 256, xinv + 2 * kb, t);
+        if (t == 0) acc[0] += v.x, acc[2] += v.y;
       }
     }
   };
 
   // A ring of 3 K steps ahead in registers (unrolled, so every slot index is a constant).
   uint4 ring[kStages][4];
-  uint32_t ring_sc[kStages][2];
-  auto issue = [&](int kb, uint4* slot, uint32_t* sc) {
+  uint2 ring_sc[kStages][2];
+  constexpr int kSecond = F == DevFormat::FP8 ? 16 : 64;  // the lane's second 16 bytes of a step
+  auto issue = [&](int kb, uint4* slot, uint2* sc) {
     if (kb < steps) {
       slot[0] = load_weights(pa + kb * 128);
-      slot[1] = load_weights(pa + kb * 128 + 16);
+      slot[1] = load_weights(pa + kb * 128 + kSecond);
       slot[2] = load_weights(pb + kb * 128);
-      slot[3] = load_weights(pb + kb * 128 + 16);
+      slot[3] = load_weights(pb + kb * 128 + kSecond);
       if constexpr (F == DevFormat::FP4) {
-        sc[0] = __ldg(reinterpret_cast<const uint16_t*>(sa + kb * 8));
-        sc[1] = __ldg(reinterpret_cast<const uint16_t*>(sb + kb * 8));
+        sc[0] = __ldg(reinterpret_cast<const uint2*>(sa + kb * 8));
+        sc[1] = __ldg(reinterpret_cast<const uint2*>(sb + kb * 8));
       }
     }
   };
@@ -289,14 +350,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int kb = kb0 + s;
       issue(kb + kStages - 1, ring[(s + kStages - 1) % kStages],
             ring_sc[(s + kStages - 1) % kStages]);
-      if (kb < steps)
-        step(kb, reinterpret_cast<const uint32_t*>(&ring[s][0]),
-             reinterpret_cast<const uint32_t*>(&ring[s][2]), ring_sc[s][0], ring_sc[s][1]);
+      if (kb < steps) step(kb, ring[s], ring_sc[s][0], ring_sc[s][1]);
     }
-  }
-  if constexpr (F == DevFormat::FP4) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[i] += acc2[i];
   }
 
   // acc: rows g and g + 8 of the warp's tile, batch rows 2t and 2t + 1.
@@ -333,15 +388,16 @@ int g_split = [] {
   return s == 1 || s == 2 || s == 4 || s == 8 ? s : 0;
 }();
 
-// K slices: the fewest that give the launch ≥ 128 blocks (H200 kernel check: wq_b best at 256
+// K slices: the fewest that give the launch ≥ min_blocks (128: H200 kernel check: wq_b best at 256
 // tiles unsplit, wo_b / the shared expert / wo_a at 128 blocks, each split further slower), no
 // more than the shortest row allows (each block ≥ one K step) and no fewer than the inputs' copy
 // in shared memory needs.
-int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step) {
+int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step,
+                 int min_blocks = 128) {
   int s = g_split;
   if (s == 0) {
     s = 1;
-    while (s < 8 && tiles * s < 128) s *= 2;
+    while (s < 8 && tiles * s < min_blocks) s *= 2;
   }
   while (s < 8 && static_cast<size_t>(n * max_in / s) * 2 > kMaxInputBytes) s *= 2;
   while (s > 1 && min_in / s < step) s /= 2;
@@ -433,7 +489,8 @@ bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {
   if (w.format == DevFormat::FP8)
     return w.block_out == 128 && w.block_in == 128 && w.in % 1024 == 0 && w.stride % 16 == 0;
   return w.format == DevFormat::FP4 && w.block_in == 32 && !w.scale_f32 && w.in % 2048 == 0 &&
-         w.stride % 32 == 0 && w.scale_stride % 2 == 0;
+         w.stride % 32 == 0 && w.scale_stride % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(w.scale) % 8 == 0;
 }
 
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
@@ -452,8 +509,10 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   const int tiles = X.tiles * slots * p.count;
   if (tiles == 0) return;
   const int step = p.format == DevFormat::FP8 ? 128 : 256;
-  const int s = choose_split(tiles, 1, p.in, p.in, step);
-  const size_t shared = input_bytes(1, p.in / s, step);
+  // FP4 spends more per byte than FP8 (its decode): ≥ 256 blocks (H200 kernel check, 6 experts:
+  // the routed sublayer 0.0555 ms at 192 blocks, 0.0526 at 384; FP8 slower split).
+  const int s = choose_split(tiles, 1, p.in, p.in, step, p.format == DevFormat::FP4 ? 256 : 128);
+  const size_t shared = input_bytes(1, p.in / s, 128);
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);
   } else {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/gemv.cuh"
@@ -24,6 +25,62 @@ namespace deepinfer::cuda {
 namespace {
 
 constexpr double kTol = 1e-4;
+
+// The bytes of up to 12 weight regions (128-row tiles of rows × row_bytes each), streamed with no
+// products: each lane in the tensor-core GEMV's order (32 bytes of rows g and g + 8 of its warp's
+// 16 per 128-byte K step) or the block's tile linearly (16 KB a step); 3 steps in flight a warp
+// either way. Against the GEMV's own time it tells the products' cost from the access order's.
+struct StreamRegions {
+  const uint8_t* base[12];
+  int count, tiles;  // tiles per region
+  int64_t row_bytes;
+};
+
+template <bool kLinear>
+__global__ void __launch_bounds__(256, 2)
+    stream_probe_kernel(const __grid_constant__ StreamRegions R, uint32_t* sink) {
+  constexpr int kStages = 4;
+  const int region = static_cast<int>(blockIdx.x) / R.tiles;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x % R.tiles) * 128;
+  const uint8_t* tile = R.base[region] + t0 * R.row_bytes;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int steps = static_cast<int>(R.row_bytes / 128);
+  const uint8_t* pa = tile + (warp * 16 + g) * R.row_bytes + t * 32;
+  const uint8_t* pb = pa + 8 * R.row_bytes;
+  auto addr = [&](int kb, int u) {
+    if constexpr (kLinear)
+      return tile + (static_cast<int64_t>(kb) * 1024 + u * 256 + threadIdx.x) * 16;
+    return (u < 2 ? pa : pb) + kb * 128 + (u & 1) * 16;
+  };
+  uint4 ring[kStages][4];
+  auto issue = [&](int kb, uint4* slot) {
+    if (kb < steps) {
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        uint4 v;
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(addr(kb, u)));
+        slot[u] = v;
+      }
+    }
+  };
+  uint32_t acc = 0;
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s]);
+  for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      issue(kb0 + s + kStages - 1, ring[(s + kStages - 1) % kStages]);
+      if (kb0 + s < steps) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          acc ^= ring[s][u].x ^ ring[s][u].y ^ ring[s][u].z ^ ring[s][u].w;
+      }
+    }
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;  // keeps the loads; (almost) never taken
+}
 
 struct Product {
   const char* name;
@@ -121,6 +178,48 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   const OutputError e2 = max_rel_error(host(r2), host(y));
   line("w1 + w3 launch vs the reference body", ok ? std::max(e1.rel, e3.rel) : 1.0, 1e-2);
   line("w2 launch vs the reference body", ok ? e2.rel : 1.0, 1e-2);
+  if (f == DevFormat::FP4) {
+    // Block scales outside the f16 decode's range take the exact fp32 steps: rows [0, 64) at
+    // u = 100, [64, 128) at u = 150 (whole tiles), and one 32-value block of row 130 at u = 100
+    // (a step whose lanes disagree); each range against the reference on its own magnitude.
+    Matrix mx = random_matrix(e, f, inter, d, rng);
+    std::vector<uint8_t> sc(mx.scale.count);
+    e.to_host(sc.data(), mx.scale.ptr, mx.scale.bytes());
+    const int64_t ss = mx.w.scale_stride;
+    for (int64_t r = 0; r < 128; ++r)
+      for (int64_t k = 0; k < ss; ++k) sc[static_cast<size_t>(r * ss + k)] = r < 64 ? 100 : 150;
+    sc[static_cast<size_t>(130 * ss + 5)] = 100;
+    mx.scale.upload(e, sc);
+    mx.w.scale = mx.scale.ptr;
+    const DeviceArray<uint8_t> dx = upload({mx.w});
+    DeviceArray<int32_t> idx0;
+    idx0.upload(e, std::vector<int32_t>{0});
+    DeviceArray<float> hx_out, rx;
+    hx_out.allocate(e, static_cast<size_t>(inter));
+    rx.allocate(e, static_cast<size_t>(inter));
+    experts_mma(e,
+                {{reinterpret_cast<const DevWeight*>(dx.ptr), nullptr},
+                 {hx_out.ptr, nullptr},
+                 1,
+                 f,
+                 inter,
+                 d},
+                idx0.ptr, 1, 1, x.ptr, d, false, inter);
+    const bool fast_was = fast_kernels();
+    set_fast_kernels(false);
+    linear(e, x.ptr, d, 1, mx.w, rx.ptr, inter, true, nullptr, x.ptr);
+    set_fast_kernels(fast_was);
+    std::vector<float> want(static_cast<size_t>(inter)), got(want.size());
+    e.to_host(want.data(), rx.ptr, rx.bytes());
+    e.to_host(got.data(), hx_out.ptr, hx_out.bytes());
+    double worst = 0;
+    for (const auto& [lo, hi] : {std::pair{0, 64}, std::pair{64, 128}, std::pair{128, 2048}}) {
+      const std::vector<float> w_(want.begin() + lo, want.begin() + hi);
+      const std::vector<float> g_(got.begin() + lo, got.begin() + hi);
+      worst = std::max(worst, max_rel_error(w_, g_).rel);
+    }
+    line("w1 launch, block scales 2^-27 / 2^23 (exact steps), vs the reference body", worst, 1e-2);
+  }
   // The routed sublayer through routed_grouped: with the host shapes (one-token path) or without
   // (the grouped CUDA-core kernels).
   int set = 0;
@@ -161,6 +260,71 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     line(what, 0.0, 1e-2);
   }
   set_gemv_mma_split(split0);
+
+  // The w1 + w3 launch and the w2 launch alone, and the same bytes streamed without products.
+  const auto slot_bytes = [&](const std::vector<Matrix>& ms, int c) {
+    double b = 0;
+    for (int k = 0; k < K; ++k) {
+      const Matrix& m = ms[static_cast<size_t>(hidx[static_cast<size_t>(c * K + k)])];
+      b += static_cast<double>(m.data.bytes() + m.scale.bytes());
+    }
+    return b;
+  };
+  const double b13 = slot_bytes(m1, 0) + slot_bytes(m3, 0), b2 = slot_bytes(m2, 0);
+  const auto timed_line = [&](const char* what, double b, auto&& f) {
+    const double ms = time_ms(e, 40, [&] {
+      f();
+      set = (set + 1) % kSets;
+    });
+    const double gbs = b / (ms * 1e-3) / 1e9;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%s %.4f ms, %.0f GB/s (%.1f%% of 4.8 TB/s)", what, ms, gbs,
+                  gbs / 48.0);
+    line(buf, 0.0, 1e-2);
+  };
+  for (const int split : {0, 1}) {
+    set_gemv_mma_split(split);
+    const std::string how = split == 0 ? " (split auto)" : " (split 1)";
+    timed_line(("w1 + w3 launch alone" + how).c_str(), b13, [&] {
+      experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + set * K, K, K,
+                  x.ptr, d, false, inter);
+    });
+    timed_line(("w2 launch alone" + how).c_str(), b2, [&] {
+      experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + set * K, K, K,
+                  xq.ptr, inter, true, d);
+    });
+  }
+  set_gemv_mma_split(split0);
+  DeviceArray<uint32_t> sink;
+  sink.allocate(e, 1);
+  const auto regions = [&](bool w13, int c) {
+    StreamRegions R{};
+    for (int k = 0; k < K; ++k) {
+      const size_t ex = static_cast<size_t>(hidx[static_cast<size_t>(c * K + k)]);
+      if (w13) {
+        R.base[R.count++] = m1[ex].data.ptr;
+        R.base[R.count++] = m3[ex].data.ptr;
+      } else {
+        R.base[R.count++] = m2[ex].data.ptr;
+      }
+    }
+    const Matrix& m0 = w13 ? m1[0] : m2[0];
+    R.tiles = static_cast<int>(m0.w.out / 128);
+    R.row_bytes = f == DevFormat::FP4 ? m0.w.stride / 2 : m0.w.stride;
+    return R;
+  };
+  for (const bool w13 : {true, false}) {
+    for (const bool linear_order : {false, true}) {
+      char what[120];
+      std::snprintf(what, sizeof what, "%s bytes streamed, no products, %s", w13 ? "w1 + w3" : "w2",
+                    linear_order ? "linear" : "the launch's order");
+      timed_line(what, w13 ? b13 : b2, [&] {
+        const StreamRegions R = regions(w13, set);
+        const auto kernel = linear_order ? stream_probe_kernel<true> : stream_probe_kernel<false>;
+        kernel<<<R.count * R.tiles, 256, 0, e.stream>>>(R, sink.ptr);
+      });
+    }
+  }
 }
 
 }  // namespace
