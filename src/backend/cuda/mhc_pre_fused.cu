@@ -1,8 +1,9 @@
-// The mHC pre-mix and the sublayer's RMSNorm of a row as one block (decode and prefill alike): warp
-// 0 computes the row's pre / post / comb (mhc_rows.cuh), then every thread mixes its float4 of the
-// hc streams into u and the block normalizes u (row_reduce.cuh) into xn, and its FP8 copy where
-// asked. The same operations in the same order as hc_pre's and rms_norm's launches (same bits),
-// two launches fewer per sublayer.
+// The mHC pre-mix and the sublayer's RMSNorm of a row as one block (decode and prefill alike):
+// every thread computes the row's pre weights, mixes its float4 of the hc streams into u, and the
+// block normalizes u (row_reduce.cuh) into xn, and its FP8 copy where asked; a second block per row
+// computes its post / comb (mhc_rows.cuh, Sinkhorn's 20 serial iterations) at the same time. The
+// same operations in the same order as hc_pre's and rms_norm's launches (same bits), two launches
+// fewer per sublayer.
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/mhc_rows.cuh"
@@ -21,10 +22,21 @@ __global__ void __launch_bounds__(1024)
                        bool round_out, float* xnq) {
   pdl_begin();
   __shared__ float sh[33];
-  const int64_t t = blockIdx.x, d = q.d, n4 = d / 4;
-  if (threadIdx.x < 32)
-    hc_pre_row<kHc>(q, mix, row_ss, t, static_cast<int>(threadIdx.x), pre, post, comb);
-  __syncthreads();  // the row's pre (global, written by warp 0) visible to the block
+  const int64_t rows = gridDim.x / 2, d = q.d, n4 = d / 4;
+  if (blockIdx.x >= rows) {  // the row's post and comb (Sinkhorn) in a block beside the mix
+    if (threadIdx.x < 32)
+      hc_pre_row<kHc>(q, mix, row_ss, blockIdx.x - rows, static_cast<int>(threadIdx.x), nullptr,
+                      post, comb);
+    return;
+  }
+  const int64_t t = blockIdx.x;
+  const float rs = hc_row_rs<kHc>(q, row_ss, t);
+  const float* mt = mix + t * (2 + kHc) * kHc;
+  float pw[kHc];
+#pragma unroll
+  for (int j = 0; j < kHc; ++j) pw[j] = hc_pre_weight(q, mt, rs, j);
+  if (threadIdx.x < kHc)
+    pre[t * kHc + threadIdx.x] = hc_pre_weight(q, mt, rs, static_cast<int>(threadIdx.x));
   const float4* x4 = reinterpret_cast<const float4*>(X + t * kHc * d);
   float4* u4 = reinterpret_cast<float4*>(u + t * d);
   float4 v[kVecMax];
@@ -36,7 +48,7 @@ __global__ void __launch_bounds__(1024)
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int j = 0; j < kHc; ++j) {  // hc_pre's sum over the streams, in its order
-      const float p = pre[t * kHc + j];
+      const float p = pw[j];
       const float4 xv = x4[j * n4 + i];
       acc.x += p * xv.x;
       acc.y += p * xv.y;
@@ -66,7 +78,8 @@ bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* 
       (xnq && !aligned16(xnq)))
     return false;
   sum_squares_fast(e, X, n, p.hc * d, row_ss);
-  const unsigned threads = static_cast<unsigned>(d / 4), rows = static_cast<unsigned>(n);
+  // Blocks [0, n): the rows' mixes and norms; [n, 2n): their Sinkhorn beside them.
+  const unsigned threads = static_cast<unsigned>(d / 4), rows = static_cast<unsigned>(2 * n);
   if (xnq) {
     e.launch(hc_pre_norm_kernel<true>, rows, threads, 0, p, X, mix, row_ss, pre, post, comb, u,
              norm_w, eps, xn, round_in, round_out, xnq);

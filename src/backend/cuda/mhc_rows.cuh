@@ -12,20 +12,33 @@ namespace deepinfer::cuda {
 
 __device__ inline float hc_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// Row t's 1 / RMS over its hc streams (the mixes' scale).
+template <int HC>
+__device__ __forceinline__ float hc_row_rs(const HcParams& q, const float* __restrict__ row_ss,
+                                           int64_t t) {
+  return 1.0f / sqrtf(row_ss[t] / static_cast<float>(HC * q.d) + q.rms_eps);
+}
+
+// Stream j's pre-mix weight of row t (mt: the row's mixes, rs: hc_row_rs).
+__device__ __forceinline__ float hc_pre_weight(const HcParams& q, const float* mt, float rs,
+                                               int j) {
+  return hc_sigmoid(mt[j] * rs * q.scale[0] + q.base[j]) + q.hc_eps;
+}
+
 // A warp per row: lane l < hc·hc holds comb[l / hc][l % hc] (the other lanes mirror lane 0), and
 // every row or column sum gathers its hc values by shuffles and adds them in the reference's order.
+// pre is not written where null (a caller that computes it itself).
 template <int HC>
 __device__ __forceinline__ void hc_pre_row(const HcParams& q, const float* __restrict__ mix,
                                            const float* __restrict__ row_ss, int64_t t, int lane,
                                            float* pre, float* post, float* comb) {
   constexpr unsigned kAll = 0xffffffffu;
   constexpr int mixw = (2 + HC) * HC;
-  const float width = static_cast<float>(HC * q.d);
-  const float rs = 1.0f / sqrtf(row_ss[t] / width + q.rms_eps);
+  const float rs = hc_row_rs<HC>(q, row_ss, t);
   const float* mt = mix + t * mixw;
   const float eps = q.hc_eps;
   if (lane < HC) {
-    pre[t * HC + lane] = hc_sigmoid(mt[lane] * rs * q.scale[0] + q.base[lane]) + eps;
+    if (pre) pre[t * HC + lane] = hc_pre_weight(q, mt, rs, lane);
     post[t * HC + lane] = 2.0f * hc_sigmoid(mt[HC + lane] * rs * q.scale[1] + q.base[HC + lane]);
   }
   const int l = lane < HC * HC ? lane : 0, i = l / HC, j = l % HC;
