@@ -41,7 +41,8 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n);
 // The routed experts of one token (slots = its top-k), as one launch per product set: slot s of
 // product p reads experts[p][idx[s]] and writes y[p] + s · ldy, bf16-rounded; its input row is
 // x + s · ldx (x_per_slot) or x + (s / per_token) · ldx, FP8-quantized values. FP4 (×32 UE8M0)
-// runs as bf16 mmas with the block scales in the decoded weights, FP8 as gemv_mma. Each slot
+// runs as f16 mmas with the block scales in the decoded weights (exact for scales in
+// [2^-23, 2^9]; steps with others in fp32), FP8 as gemv_mma. Each slot
 // streams its expert's weights itself, so it suits tokens whose slots name distinct experts
 // (DEEPINFER_CUDA_EXPERTS_MMA=0: off, experts_mma_supported answers false).
 struct ExpertMmaProducts {
