@@ -83,6 +83,9 @@ void compressor_finish(Exec& e, const CompressorBuffers& c, const int32_t* ent_s
                        const int32_t* ent_j, const int32_t* n_ent, int64_t max_ent,
                        const float* norm, float eps, const float* inv_freq, float attention_factor,
                        int pairs, bool index_keys, bool official) {
+  if (compressor_finish_fast(e, c, ent_seq, ent_j, n_ent, max_ent, norm, eps, inv_freq,
+                             attention_factor, pairs, index_keys, official))
+    return;
   const CompressorBuffers cb = c;
   const float hscale = c.dim > 0 ? static_cast<float>(1.0 / sqrt(static_cast<double>(c.dim))) : 1;
   e.each(max_ent, [=] DI_HD(int64_t i) {

@@ -47,6 +47,12 @@ void compressor_finish(Exec& e, const CompressorBuffers& c, const int32_t* ent_s
                        const int32_t* ent_j, const int32_t* n_ent, int64_t max_ent,
                        const float* norm, float eps, const float* inv_freq, float attention_factor,
                        int pairs, bool index_keys, bool official);
+// The same with a block per entry (compressor_finish_fast.cu), bit-identical; false where it does
+// not apply (emulated, DEEPINFER_CUDA_FAST_COMPRESSOR=0, a width that is not a multiple of 64).
+bool compressor_finish_fast(Exec& e, const CompressorBuffers& c, const int32_t* ent_seq,
+                            const int32_t* ent_j, const int32_t* n_ent, int64_t max_ent,
+                            const float* norm, float eps, const float* inv_freq,
+                            float attention_factor, int pairs, bool index_keys, bool official);
 // Resets one slot's compressor state (values 0, scores −inf).
 void compressor_reset(Exec& e, const CompressorBuffers& c, int slot);
 

@@ -19,6 +19,7 @@ __device__ __forceinline__ uint32_t order_key(float v) {
 // Shared memory one block_select call needs; picked holds at least the next power of two ≥ k.
 template <int kThreads>
 struct BlockSelectShared {
+  static_assert(kThreads >= 256 && kThreads % 32 == 0, "a thread per histogram bin");
   uint32_t hist[256];
   uint32_t warp_eq[kThreads / 32];
   uint32_t prefix, need, greater;
@@ -44,12 +45,30 @@ __device__ void block_select(int64_t n, int k, bool by_id, KeyOf key_of,
         if ((key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], 1u);
       }
       __syncthreads();
-      if (tid == 0) {
-        uint32_t above = 0;
-        int d = 255;
-        for (; d > 0 && above + sh.hist[d] < need; --d) above += sh.hist[d];
-        sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
-        sh.need = need - above;
+      // The digit d: the largest d ≥ 1 with at least `need` keys at or above it, else 0; above:
+      // the keys above it. Thread t < 256 holds bin 255 − t, so an inclusive scan over t gives
+      // at_or_above(d); one thread meets the condition (a parallel form of the serial walk down
+      // from 255, which took four 256-step dependent chains a row).
+      const int d = 255 - tid;
+      uint32_t count = 0, at_or_above = 0;
+      if (tid < 256) {  // whole warps
+        count = sh.hist[d];
+        at_or_above = count;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const uint32_t v = __shfl_up_sync(0xffffffffu, at_or_above, off);
+          if (lane >= off) at_or_above += v;
+        }
+        if (lane == 31) sh.warp_eq[warp] = at_or_above;
+      }
+      __syncthreads();
+      if (tid < 256) {
+        for (int w = 0; w < warp; ++w) at_or_above += sh.warp_eq[w];
+        const uint32_t above = at_or_above - count;
+        if (above < need && (d == 0 || at_or_above >= need)) {
+          sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
+          sh.need = need - above;
+        }
       }
       __syncthreads();
       prefix = sh.prefix;

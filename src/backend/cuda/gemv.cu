@@ -296,12 +296,18 @@ __global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict_
 template <DevFormat F, int S>
 __global__ void __launch_bounds__(256)
     gemv4_row_split_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
-                           bool round_out) {
-  pdl_begin();
+                           bool round_out, bool prefetch) {
   constexpr int E = 16, kGroups = 256 / 32 / S;
   __shared__ float part[kGroups][S][kCols];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = warp / S, s = warp % S;
   const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kGroups + g) * kCols;
+  // The group's four rows into L2 at once (the weights are constant: before the wait).
+  if (prefetch && s == 0 && lane < kCols && o0 + lane < w.out) {
+    const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
+    prefetch_l2(w.data + (o0 + lane + w.row0) * row_bytes,
+                static_cast<uint32_t>(F == DevFormat::FP8 ? w.in : w.in / 2));
+  }
+  pdl_begin();
   float acc[kCols] = {};
   if (o0 < w.out) row4_sums<F>(x, w, o0, (s * 32 + lane) * E, 32 * E * S, acc);
   if (lane == 0) {
@@ -443,15 +449,17 @@ template <DevFormat F>
 void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWeight& w, float* y,
                 bool round_out) {
   const auto blocks = [&](int s) { return static_cast<unsigned>((groups * s + 7) / 8); };
+  const bool prefetch = weight_prefetch() && w.stride % 32 == 0 && w.in % 32 == 0 &&
+                        reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
   switch (split) {
     case 2:
-      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out);
+      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out, prefetch);
       break;
     case 4:
-      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out);
+      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out, prefetch);
       break;
     case 8:
-      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out);
+      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out, prefetch);
       break;
     default:
       e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out);
@@ -492,6 +500,10 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
   const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
   constexpr int kThreads = 256;
   if (w.out < kSplitKOut && w.in >= kSplitKIn) {
+    if (gemv_cluster_preferred(w, n, x, ldx)) {  // the mHC mixes: K over a cluster
+      gemv_cluster(e, x, ldx, n, w, y, ldy, round_out);
+      return;
+    }
     const unsigned b = static_cast<unsigned>(w.out);
     if (n == 1) {
       e.launch(gemv_splitk_kernel<1>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);

@@ -51,6 +51,7 @@ struct MmaLaunch {
   LaunchJob job[kMaxGemvJobs];
   int first[kMaxGemvJobs + 1];  // job j's first tile (a cluster each)
   int count, n;
+  bool prefetch;  // weight_prefetch()
   ExpertJobs ex;
 };
 
@@ -213,6 +214,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   bool round_out;
   int n;
   if constexpr (kExperts) {
+    pdl_begin();  // the slot's expert id comes from the routing launch before
     const ExpertJobs& X = L.ex;
     const int job = tile / X.tiles, p = job / X.slots, s = job % X.slots;
     w = X.experts[p][X.idx[s]];
@@ -323,6 +325,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
 
+  if (L.prefetch && lane < 16) {  // the warp's 16 rows of the slice, into L2 at once
+    const int64_t r = min(t0 + warp * 16 + lane, w.out - 1) + w.row0;
+    const int64_t bytes = F == DevFormat::FP8 ? slice : slice / 2;
+    prefetch_l2(w.data + r * row_bytes + k0_bytes, static_cast<uint32_t>(bytes));
+  }
   // A ring of 3 K steps ahead in registers (unrolled, so every slot index is a constant).
   uint4 ring[kStages][4];
   uint2 ring_sc[kStages][2];
@@ -341,7 +348,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
-  pdl_begin();  // the weights are constant: their loads may start before the launch before
+  // The weights are constant: their loads may start before the launch before has finished.
+  if constexpr (!kExperts) pdl_begin();
   stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv);
   __syncthreads();
   for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
@@ -466,6 +474,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n) {
   MmaLaunch L{};
   L.count = count;
   L.n = static_cast<int>(n);
+  L.prefetch = weight_prefetch();
   int tiles = 0;
   int64_t min_in = jobs[0].w->in, max_in = jobs[0].w->in;
   for (int j = 0; j < count; ++j) {
@@ -505,6 +514,7 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   X.slots = slots;
   X.per_token = per_token;
   X.x_per_slot = x_per_slot;
+  L.prefetch = weight_prefetch();
   X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
   const int tiles = X.tiles * slots * p.count;
   if (tiles == 0) return;

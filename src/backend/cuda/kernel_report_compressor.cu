@@ -1,7 +1,8 @@
 // compressor_push_fast against the reference body (attention.cu): random states (scores partly
 // −inf), launches of several segments that start inside windows, then a second launch that
 // continues them; the entry stores and the states must be bit-identical. On the device also an
-// 8,192-row chunk of each V4-Flash compressor shape, with both times.
+// 8,192-row chunk of each V4-Flash compressor shape, with both times, and compressor_finish's
+// block-per-entry kernel against its reference body.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -160,6 +161,68 @@ KernelCheck check(Exec& e, const std::string& what, int ratio, int dim, bool ove
   return kc;
 }
 
+// compressor_finish's block-per-entry kernel against the reference body: random raw entries of
+// three sequences, 5 of them finished (the launch sized for 7, as the decode graph sizes it).
+KernelCheck finish_check(Exec& e, const std::string& what, int dim, int pairs, bool index_keys,
+                         bool official, std::mt19937& rng) {
+  constexpr int kSlots = 3, kCapacity = 40, kRatio = 4;
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> store(static_cast<size_t>(kSlots * kCapacity * dim));
+  for (auto& v : store) v = 3.0f * gauss(rng);
+  std::vector<float> norm(static_cast<size_t>(dim)),
+      inv(static_cast<size_t>(pairs > 0 ? pairs : 1));
+  for (auto& v : norm) v = 1.0f + 0.2f * gauss(rng);
+  for (size_t q = 0; q < inv.size(); ++q)
+    inv[q] = std::pow(10000.0f, -2.0f * static_cast<float>(q) / static_cast<float>(2 * pairs + 1));
+  const std::vector<int32_t> seq = {0, 2, 1, 2, 0, 0, 0}, j = {3, 17, 0, 39, 12, 0, 0};
+  DeviceArray<float> norm_d, inv_d;
+  DeviceArray<int32_t> seq_d, j_d, count_d;
+  norm_d.upload(e, norm);
+  inv_d.upload(e, inv);
+  seq_d.upload(e, seq);
+  j_d.upload(e, j);
+  count_d.upload(e, std::vector<int32_t>{5});
+  const std::vector<float> none(static_cast<size_t>(kSlots * 2 * kRatio * 2 * dim), 0.0f);
+  Buffers ref, fast;
+  for (Buffers* b : {&ref, &fast}) {
+    make_buffers(e, *b, kRatio, dim, true, kSlots, kCapacity, none, none);
+    b->store.upload(e, store);
+    b->cb.store = b->store.ptr;
+  }
+  const auto finish = [&](Buffers& b) {
+    compressor_finish(e, b.cb, seq_d.ptr, j_d.ptr, count_d.ptr, 7, norm_d.ptr, 1e-6f, inv_d.ptr,
+                      1.25f, pairs, index_keys, official);
+  };
+  const bool fast0 = compressor_fast();
+  set_compressor_fast(false);
+  finish(ref);
+  const double ms_ref = time_ms(e, 3, [&] { finish(ref); });
+  set_compressor_fast(true);
+  finish(fast);
+  const double ms_fast = time_ms(e, 3, [&] { finish(fast); });
+  set_compressor_fast(fast0);
+  // The timed repeats finish the same rows again: compare one finish of fresh copies.
+  for (Buffers* b : {&ref, &fast}) b->store.upload(e, store), b->cb.store = b->store.ptr;
+  set_compressor_fast(false);
+  finish(ref);
+  set_compressor_fast(true);
+  finish(fast);
+  set_compressor_fast(fast0);
+  const int64_t bad = bit_mismatches(fetch(e, ref.store), fetch(e, fast.store));
+  const int64_t changed = bit_mismatches(fetch(e, ref.store), store);
+  KernelCheck kc;
+  kc.tolerance = 0;
+  // Also fails if the reference left the rows as they were (nothing was checked).
+  kc.rel_error = e.sync().ok() && changed >= 5 * dim / 2 ? static_cast<double>(bad) : 1.0;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%-52s reference %8.4f ms  fast %7.4f ms  %lld values differ (%lld changed)",
+                what.c_str(), ms_ref, ms_fast, static_cast<long long>(bad),
+                static_cast<long long>(changed));
+  kc.line = line;
+  return kc;
+}
+
 }  // namespace
 
 std::vector<KernelCheck> compressor_kernel_report(bool emulate) {
@@ -186,6 +249,12 @@ std::vector<KernelCheck> compressor_kernel_report(bool emulate) {
                         true, chunk, true, rng));
     out.push_back(
         check(e, "compressor push, ratio 128 x 512, 8192 rows", 128, 512, false, chunk, true, rng));
+    out.push_back(
+        finish_check(e, "compressor finish, 512 (64 RoPE), official", 512, 32, false, true, rng));
+    out.push_back(
+        finish_check(e, "compressor finish, 512 (64 RoPE), exact", 512, 32, false, false, rng));
+    out.push_back(finish_check(e, "index compressor finish, 128 (64 RoPE), official", 128, 32, true,
+                               true, rng));
   }
   if (e.error != cudaSuccess) {
     KernelCheck kc;

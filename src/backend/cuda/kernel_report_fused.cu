@@ -258,23 +258,27 @@ void kv_norm_rope_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
-// The shared expert's SwiGLU with w2's FP8 copy (swiglu_quant) against swiglu() and
-// fp8_quant_rows_from, bitwise, at V4-Flash's 2,048 with the clamp of 10.
+// The SwiGLU with w2's FP8 copy (swiglu_quant) against swiglu() and fp8_quant_rows_from,
+// bitwise, at V4-Flash's 2,048 with the clamp of 10: the shared expert's (no row weights) and the
+// routed slots' (each row times its routing weight).
 void swiglu_quant_checks(Ctx& c, std::vector<KernelCheck>& out) {
   constexpr int64_t inter = 2048;
-  for (const int64_t n : {int64_t{1}, int64_t{16}}) {
+  for (const int64_t n : {int64_t{1}, int64_t{6}, int64_t{16}}) {
+    const bool routed = n == 6;
     const std::vector<float> h1 = normal(c, static_cast<size_t>(n * inter), 4.0f);
-    DeviceArray<float> a, b, q;
+    DeviceArray<float> a, b, q, rw;
     a.upload(c.e, h1);
     b.upload(c.e, normal(c, static_cast<size_t>(n * inter), 4.0f));
+    rw.upload(c.e, normal(c, static_cast<size_t>(n), 0.3f));
     q.allocate(c.e, static_cast<size_t>(n * inter));
+    const float* row_w = routed ? rw.ptr : nullptr;
     bool fused = false;
     const auto separate = [&] {
-      swiglu(c.e, a.ptr, b.ptr, n, inter, 10.0f, nullptr, true);
+      swiglu(c.e, a.ptr, b.ptr, n, inter, 10.0f, row_w, true);
       fp8_quant_rows_from(c.e, a.ptr, inter, n, inter, 128, q.ptr);
     };
     const auto together = [&] {
-      fused = swiglu_quant(c.e, a.ptr, b.ptr, n, inter, 10.0f, true, q.ptr);
+      fused = swiglu_quant(c.e, a.ptr, b.ptr, n, inter, 10.0f, true, q.ptr, row_w);
     };
     const auto outputs = [&] {
       std::vector<float> v = to_host(c, a), w = to_host(c, q);
@@ -295,7 +299,9 @@ void swiglu_quant_checks(Ctx& c, std::vector<KernelCheck>& out) {
         f();
       };
     };
-    same_bits(c, out, "shared expert SwiGLU + FP8 copy fused, " + std::to_string(n) + " row(s)",
+    same_bits(c, out,
+              std::string(routed ? "routed slots'" : "shared expert") +
+                  " SwiGLU + FP8 copy fused, " + std::to_string(n) + " row(s)",
               ref, got, fused, time_ms(c, 20, reset_then(together)),
               time_ms(c, 20, reset_then(separate)));
   }

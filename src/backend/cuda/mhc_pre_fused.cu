@@ -3,7 +3,7 @@
 // block normalizes u (row_reduce.cuh) into xn, and its FP8 copy where asked; a second block per row
 // computes its post / comb (mhc_rows.cuh, Sinkhorn's 20 serial iterations) at the same time. The
 // same operations in the same order as hc_pre's and rms_norm's launches (same bits), two launches
-// fewer per sublayer.
+// fewer per sublayer; three where the blocks sum the row's squares themselves.
 #include "backend/cuda/fast_ops.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/mhc_rows.cuh"
@@ -14,30 +14,44 @@ namespace {
 
 constexpr int kHc = 4;
 
-template <bool kQuant>
+// kOwnSs: the blocks also sum the row's squares themselves (instead of a sum_squares_fast launch
+// before them), which is the same sum in the same order where that launch would take d / 4
+// threads holding kHc float4s each: thread i's float4s are i + k · d / 4, stream k's i-th.
+template <bool kQuant, bool kOwnSs>
 __global__ void __launch_bounds__(1024)
     hc_pre_norm_kernel(const HcParams q, const float* __restrict__ X, const float* __restrict__ mix,
-                       const float* __restrict__ row_ss, float* pre, float* post, float* comb,
-                       float* u, const float* w, float eps, float* xn, bool round_in,
-                       bool round_out, float* xnq) {
+                       float* row_ss, float* pre, float* post, float* comb, float* u,
+                       const float* w, float eps, float* xn, bool round_in, bool round_out,
+                       float* xnq) {
   pdl_begin();
   __shared__ float sh[33];
   const int64_t rows = gridDim.x / 2, d = q.d, n4 = d / 4;
-  if (blockIdx.x >= rows) {  // the row's post and comb (Sinkhorn) in a block beside the mix
+  const bool sinkhorn = blockIdx.x >= rows;
+  const int64_t t = sinkhorn ? blockIdx.x - rows : blockIdx.x;
+  const float4* x4 = reinterpret_cast<const float4*>(X + t * kHc * d);
+  float4 xv[kHc];
+  float ss = 0.0f;
+  if constexpr (kOwnSs) {
+    static_assert(kHc == kVecMax, "a thread holds one float4 of each stream");
+    load_row4(x4, kHc * n4, false, xv);
+    ss = block_sum_any(squares4(xv), sh);
+  }
+  if (sinkhorn) {  // the row's post and comb (Sinkhorn) in a block beside the mix
+    if constexpr (kOwnSs) {
+      if (threadIdx.x == 0) row_ss[t] = ss;
+      __syncthreads();  // hc_pre_row reads row_ss[t]
+    }
     if (threadIdx.x < 32)
-      hc_pre_row<kHc>(q, mix, row_ss, blockIdx.x - rows, static_cast<int>(threadIdx.x), nullptr,
-                      post, comb);
+      hc_pre_row<kHc>(q, mix, row_ss, t, static_cast<int>(threadIdx.x), nullptr, post, comb);
     return;
   }
-  const int64_t t = blockIdx.x;
-  const float rs = hc_row_rs<kHc>(q, row_ss, t);
+  const float rs = kOwnSs ? hc_rs_of<kHc>(q, ss) : hc_row_rs<kHc>(q, row_ss, t);
   const float* mt = mix + t * (2 + kHc) * kHc;
   float pw[kHc];
 #pragma unroll
   for (int j = 0; j < kHc; ++j) pw[j] = hc_pre_weight(q, mt, rs, j);
   if (threadIdx.x < kHc)
     pre[t * kHc + threadIdx.x] = hc_pre_weight(q, mt, rs, static_cast<int>(threadIdx.x));
-  const float4* x4 = reinterpret_cast<const float4*>(X + t * kHc * d);
   float4* u4 = reinterpret_cast<float4*>(u + t * d);
   float4 v[kVecMax];
 #pragma unroll
@@ -49,11 +63,11 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int j = 0; j < kHc; ++j) {  // hc_pre's sum over the streams, in its order
       const float p = pw[j];
-      const float4 xv = x4[j * n4 + i];
-      acc.x += p * xv.x;
-      acc.y += p * xv.y;
-      acc.z += p * xv.z;
-      acc.w += p * xv.w;
+      const float4 x = kOwnSs ? xv[j] : x4[j * n4 + i];  // kOwnSs: one float4 a thread (k = 0)
+      acc.x += p * x.x;
+      acc.y += p * x.y;
+      acc.z += p * x.z;
+      acc.w += p * x.w;
     }
     u4[i] = acc;
     v[k] = round_in ? bf16r4(acc) : acc;
@@ -77,15 +91,22 @@ bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* 
       !aligned16(X) || !aligned16(u) || !aligned16(xn) || !aligned16(norm_w) ||
       (xnq && !aligned16(xnq)))
     return false;
-  sum_squares_fast(e, X, n, p.hc * d, row_ss);
+  // The rows' sums of squares inside the launch where sum_squares_fast would sum them in the
+  // same order (d / 4 threads a row, V4-Flash's 4096), else its launch first.
+  // (`DEEPINFER_CUDA_HC_OWN_SS=0`: the launch first always.)
+  static const bool own_on = env_switch("DEEPINFER_CUDA_HC_OWN_SS", true);
+  const bool own_ss = own_on && sum_squares_threads(X, p.hc * d) == d / 4;
+  if (!own_ss) sum_squares_fast(e, X, n, p.hc * d, row_ss);
   // Blocks [0, n): the rows' mixes and norms; [n, 2n): their Sinkhorn beside them.
   const unsigned threads = static_cast<unsigned>(d / 4), rows = static_cast<unsigned>(2 * n);
+  const auto go = [&](auto kernel) {
+    e.launch(kernel, rows, threads, 0, p, X, mix, row_ss, pre, post, comb, u, norm_w, eps, xn,
+             round_in, round_out, xnq);
+  };
   if (xnq) {
-    e.launch(hc_pre_norm_kernel<true>, rows, threads, 0, p, X, mix, row_ss, pre, post, comb, u,
-             norm_w, eps, xn, round_in, round_out, xnq);
+    own_ss ? go(hc_pre_norm_kernel<true, true>) : go(hc_pre_norm_kernel<true, false>);
   } else {
-    e.launch(hc_pre_norm_kernel<false>, rows, threads, 0, p, X, mix, row_ss, pre, post, comb, u,
-             norm_w, eps, xn, round_in, round_out, static_cast<float*>(nullptr));
+    own_ss ? go(hc_pre_norm_kernel<false, true>) : go(hc_pre_norm_kernel<false, false>);
   }
   e.note(cudaGetLastError());
   return true;

@@ -12,11 +12,16 @@ namespace deepinfer::cuda {
 
 __device__ inline float hc_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// Row t's 1 / RMS over its hc streams (the mixes' scale).
+// A row's 1 / RMS over its hc streams (the mixes' scale) from its sum of squares ss.
+template <int HC>
+__device__ __forceinline__ float hc_rs_of(const HcParams& q, float ss) {
+  return 1.0f / sqrtf(ss / static_cast<float>(HC * q.d) + q.rms_eps);
+}
+
 template <int HC>
 __device__ __forceinline__ float hc_row_rs(const HcParams& q, const float* __restrict__ row_ss,
                                            int64_t t) {
-  return 1.0f / sqrtf(row_ss[t] / static_cast<float>(HC * q.d) + q.rms_eps);
+  return hc_rs_of<HC>(q, row_ss[t]);
 }
 
 // Stream j's pre-mix weight of row t (mt: the row's mixes, rs: hc_row_rs).

@@ -32,11 +32,11 @@ void moe_route_fast(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, 
 // bf16-rounded when official. Rows of `inter`.
 void swiglu(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
             const float* row_w, bool official);
-// swiglu() without row weights, and xq = h1's FP8 fake-quantized copy in 128-value blocks
+// swiglu() (row weights where given), and xq = h1's FP8 fake-quantized copy in 128-value blocks
 // (fp8_quant_rows_from's bits), in one launch (moe_fast.cu); false (nothing launched) where it
 // does not apply: emulated, inter not a multiple of 128, fused_rows() off.
 bool swiglu_quant(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
-                  bool official, float* xq);
+                  bool official, float* xq, const float* row_w = nullptr);
 
 // y[r] += Σ_k (weights[r, k] or 1 when pre_weighted) · out[r·K + k]; bf16 when official.
 void moe_combine(Exec& e, const float* out, const float* weights, int64_t n, int K, int64_t d,

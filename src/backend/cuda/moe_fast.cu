@@ -50,10 +50,12 @@ __global__ void __launch_bounds__(kMaxExperts)
   for (int k = 0; k < K; ++k) weights[r * K + k] = z[idx[r * K + k]] * scale;
 }
 
-// A warp per 128-value block of a row: the SwiGLU of moe.cu's swiglu() (no row weights), then the
-// block's FP8 copy as fp8_quant_kernel makes it from the written values (amax exact in any order).
+// A warp per 128-value block of a row: the SwiGLU of moe.cu's swiglu() (its row weights where
+// given), then the block's FP8 copy as fp8_quant_kernel makes it from the written values (amax
+// exact in any order).
 __global__ void swiglu_quant_kernel(float* h1, const float* __restrict__ h3, int64_t blocks,
-                                    float limit, bool official, float* xq) {
+                                    int64_t inter, float limit, bool official,
+                                    const float* __restrict__ row_w, float* xq) {
   pdl_begin();
   const int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -68,7 +70,8 @@ __global__ void swiglu_quant_kernel(float* h1, const float* __restrict__ h3, int
       g = fminf(g, limit);
       u = fminf(fmaxf(u, -limit), limit);
     }
-    const float x = g / (1.0f + expf(-g)) * u;
+    float x = g / (1.0f + expf(-g)) * u;
+    if (row_w) x *= row_w[i / inter];
     v[k] = official ? bf16r(x) : x;
     h1[i] = v[k];
     amax = fmaxf(amax, fabsf(v[k]));
@@ -82,14 +85,14 @@ __global__ void swiglu_quant_kernel(float* h1, const float* __restrict__ h3, int
 }  // namespace
 
 bool swiglu_quant(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
-                  bool official, float* xq) {
+                  bool official, float* xq, const float* row_w) {
   const bool on = fused_rows();
   if (!on || e.emulate || !fast_kernels() || inter % 128 != 0) return false;
   const int64_t blocks = rows * inter / 128;
   if (blocks <= 0) return true;
   constexpr int kThreads = 256;
   e.launch(swiglu_quant_kernel, static_cast<unsigned>((blocks * 32 + kThreads - 1) / kThreads),
-           kThreads, 0, h1, h3, blocks, limit, official, xq);
+           kThreads, 0, h1, h3, blocks, inter, limit, official, row_w, xq);
   e.note(cudaGetLastError());
   return true;
 }

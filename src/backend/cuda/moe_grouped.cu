@@ -348,8 +348,11 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
       experts_mma_supported(*r.h3, x13, d) && experts_mma_supported(*r.h2, xq, inter)) {
     if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
     experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter);
-    swiglu(e, h1, h3, slots, inter, limit, official ? weights : nullptr, official);
-    fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
+    const float* row_w = official ? weights : nullptr;
+    if (!swiglu_quant(e, h1, h3, slots, inter, limit, official, xq, row_w)) {
+      swiglu(e, h1, h3, slots, inter, limit, row_w, official);
+      fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
+    }
     experts_mma(e, {{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter}, idx, K, K, xq, inter, true,
                 d);
     return;
@@ -387,11 +390,16 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
     product(e, plan, slots, E, in_x, per_slot, K, pa, pb, ld, o, i, official, f);
   };
   run(x, false, {r.r1, h1}, {r.r3, h3}, inter, inter, d, r.f1);
-  swiglu(e, h1, h3, slots, inter, limit, official ? weights : nullptr, official);
+  const float* row_w = official ? weights : nullptr;
   const float* h = h1;
-  if (qx) {
-    fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
+  if (qx) {  // the SwiGLU and its FP8 copy in one launch where it applies
+    if (!swiglu_quant(e, h1, h3, slots, inter, limit, official, xq, row_w)) {
+      swiglu(e, h1, h3, slots, inter, limit, row_w, official);
+      fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
+    }
     h = xq;
+  } else {
+    swiglu(e, h1, h3, slots, inter, limit, row_w, official);
   }
   run(h, true, {r.r2, out}, {}, d, d, inter, r.f2);
 }

@@ -275,9 +275,14 @@ void rms_norm_quant_fast(Exec& e, const float* x, int64_t rows, int64_t dim, con
   fp8_quant_rows_from_fast(e, y, dim, rows, dim, 128, yq);
 }
 
+int sum_squares_threads(const float* x, int64_t width) {
+  const int t = vec_threads(x, x, x, width);
+  return t > 0 && (width / 4 + t - 1) / t <= kVecMax ? t : 0;
+}
+
 void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss) {
   if (rows <= 0) return;
-  if (const int t = vec_threads(x, x, x, width); t > 0 && (width / 4 + t - 1) / t <= kVecMax) {
+  if (const int t = sum_squares_threads(x, width); t > 0) {
     e.launch(sum_squares_vec_kernel, static_cast<unsigned>(rows), t, 0, x, width, ss);
     e.note(cudaGetLastError());
     return;

@@ -1,0 +1,126 @@
+// Few fp32 output columns over very long rows at decode batch sizes (the mHC mixes: 24 × 16,384):
+// a block per (column, K slice of 2,048), the slices of a column one thread-block cluster. A
+// thread loads its 8 weights and each row's 8 inputs at once, so a block is one round trip to
+// memory instead of the block-per-column kernel's 8 (24 blocks each streaming 64 KB of weights
+// and 64 KB per row of inputs were latency-bound at ~0.3 TB/s). Sums: a thread's 8 products in
+// order, the lanes by shuffles, the warps in order, the slices in rank order by rank 0 through
+// distributed shared memory. The order depends on the shape alone (batch-invariant).
+#include <cooperative_groups.h>
+
+#include <algorithm>
+
+#include "backend/cuda/gemv.cuh"
+#include "backend/cuda/weight_load.cuh"
+
+namespace deepinfer::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int64_t kSliceIn = kThreads * 8;  // the K of one slice: one load step a thread
+constexpr int kMaxSlices = 8;               // the portable cluster size
+
+const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_CLUSTER", true);
+
+template <int R>
+__global__ void __launch_bounds__(kThreads)
+    gemv_cluster_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
+                        float* __restrict__ y, int64_t ldy, bool round_out) {
+  pdl_begin();
+  __shared__ float warp_sum[R][kWarps];
+  __shared__ float slice_sum[R];
+  cg::cluster_group cluster = cg::this_cluster();
+  const unsigned rank = cluster.block_rank(), slices = cluster.num_blocks();
+  const int64_t o = blockIdx.x / slices;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int64_t span = (w.in + slices - 1) / slices;
+  const int64_t kb = rank * span, ke = std::min<int64_t>(w.in, kb + span);
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+#pragma unroll 2
+  for (int64_t k = kb + tid * 8; k < ke; k += kSliceIn) {
+    float wv[8];
+    load8(w, o, k, wv);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r < n) {
+        const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
+        const float4 a = xp[0], b = xp[1];
+        acc[r] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] +
+                  b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float v = acc[r];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0) warp_sum[r][warp] = v;
+  }
+  __syncthreads();
+  if (tid < R) {
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) v += warp_sum[tid][i];
+    slice_sum[tid] = v;
+  }
+  cluster.sync();  // every slice's sums written and visible to rank 0
+  if (rank == 0 && tid < R && tid < n) {
+    float v = 0.0f;
+    for (unsigned s = 0; s < slices; ++s) v += cluster.map_shared_rank(slice_sum, s)[tid];
+    y[tid * ldy + o] = round_out ? bf16r(v) : v;
+  }
+  cluster.sync();  // the other slices' shared memory stays until rank 0 has read it
+}
+
+template <int R>
+void launch(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& w, float* y, int64_t ldy,
+            bool round_out, int slices) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(w.out * slices));
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = e.stream;
+  cudaLaunchAttribute attr[2]{};
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(slices);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 2 : 1;
+  e.note(cudaLaunchKernelEx(&cfg, gemv_cluster_kernel<R>, x, ldx, n, w, y, ldy, round_out));
+  e.note(cudaGetLastError());
+}
+
+}  // namespace
+
+bool gemv_cluster_preferred(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
+  // fp32 weights only: the quantized and bf16 split-row shapes also run inside group launches
+  // (gemv_group.cuh), whose bits must stay those of the block-per-column body.
+  return g_on && n >= 1 && n <= 8 && w.format == DevFormat::F32 && w.out > 0 && w.out < 128 &&
+         w.in >= 4 * kSliceIn && w.in % 8 == 0 && ldx % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+void gemv_cluster(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
+                  int64_t ldy, bool round_out) {
+  // Slices of ≥ 2,048 values whose bounds are multiples of 8 (span rounds up to one).
+  int slices = static_cast<int>(std::clamp<int64_t>(w.in / kSliceIn, 1, kMaxSlices));
+  while (slices > 1 && (w.in + slices - 1) / slices % 8 != 0) --slices;
+  const int rows = static_cast<int>(n);
+  if (n == 1) {
+    launch<1>(e, x, ldx, rows, w, y, ldy, round_out, slices);
+  } else if (n == 2) {
+    launch<2>(e, x, ldx, rows, w, y, ldy, round_out, slices);
+  } else if (n <= 4) {
+    launch<4>(e, x, ldx, rows, w, y, ldy, round_out, slices);
+  } else {
+    launch<8>(e, x, ldx, rows, w, y, ldy, round_out, slices);
+  }
+}
+
+}  // namespace deepinfer::cuda
