@@ -32,15 +32,7 @@ __global__ void gemv_kernel(const float* __restrict__ x, int64_t ldx, int n, Dev
   for (int64_t k = lane * 8; k < w.in; k += 256) {
     float wv[8];
     load8(w, o, k, wv);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < n) {
-        const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
-        const float4 a = xp[0], b = xp[1];
-        acc[r] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] +
-                  b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
-      }
-    }
+    add_dot8_rows<R>(x, ldx, n, k, wv, acc);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {

@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "backend/cuda/gemv.cuh"
-#include "backend/cuda/weight_load.cuh"
+#include "backend/cuda/gemv_device.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -43,15 +43,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t k = kb + tid * 8; k < ke; k += kSliceIn) {
     float wv[8];
     load8(w, o, k, wv);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < n) {
-        const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
-        const float4 a = xp[0], b = xp[1];
-        acc[r] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] +
-                  b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
-      }
-    }
+    add_dot8_rows<R>(x, ldx, n, k, wv, acc);
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {

@@ -36,6 +36,21 @@ __device__ __forceinline__ void decode(const uint2& q, float* v) {
   }
 }
 
+// acc[r] += x[r, k … k + 7] · wv for the rows r < n (R ≥ n), the eight products summed in order.
+template <int R>
+__device__ __forceinline__ void add_dot8_rows(const float* __restrict__ x, int64_t ldx, int n,
+                                              int64_t k, const float* wv, float* acc) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (r < n) {
+      const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
+      const float4 a = xp[0], b = xp[1];
+      acc[r] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] + b.y * wv[5] +
+                b.z * wv[6] + b.w * wv[7];
+    }
+  }
+}
+
 // Few output columns, long rows (the mHC mixes, the router, the compressor and indexer heads): a
 // block of 256 threads per column splits the row, so the launch still fills the GPU.
 template <int R>
@@ -52,15 +67,7 @@ __device__ __forceinline__ void splitk_column(const float* __restrict__ x, int64
   for (int64_t k = threadIdx.x * 8; k < w.in; k += 256 * 8) {
     float wv[8];
     load8(w, o, k, wv);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (r < n) {
-        const float4* xp = reinterpret_cast<const float4*>(x + r * ldx + k);
-        const float4 a = xp[0], b = xp[1];
-        acc[r] += a.x * wv[0] + a.y * wv[1] + a.z * wv[2] + a.w * wv[3] + b.x * wv[4] +
-                  b.y * wv[5] + b.z * wv[6] + b.w * wv[7];
-      }
-    }
+    add_dot8_rows<R>(x, ldx, n, k, wv, acc);
   }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 #pragma unroll
