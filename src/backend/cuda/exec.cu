@@ -13,11 +13,6 @@ bool pdl_enabled() {
   return on;
 }
 
-bool weight_prefetch() {
-  static const bool on = env_switch("DEEPINFER_CUDA_PREFETCH_L2", false);
-  return on;
-}
-
 void* Exec::alloc(size_t bytes) {
   if (emulate) return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   void* p = nullptr;

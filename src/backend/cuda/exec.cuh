@@ -31,21 +31,6 @@ __device__ __forceinline__ void pdl_begin() {
 #endif
 }
 
-// Asks the memory system to bring [p, p + bytes) into L2 (16-byte aligned, a multiple of 16
-// bytes) without waiting or using registers: with weight_prefetch() the decode products issue
-// their block's whole weight region this way at their start, so that HBM sees the block's full
-// demand at once rather than the few steps a register ring keeps in flight.
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
-
-// Whether the decode products prefetch their weights into L2 (prefetch_l2; env
-// DEEPINFER_CUDA_PREFETCH_L2=1; off by default: on the H200 batch 1 went 1.16-1.19 -> 1.22-1.23
-// ms a step with it, the tensor-core GEMVs 0.396 -> 0.451 ms of it, bench/results/cuda.md).
-bool weight_prefetch();
-
 // A switch from the environment: unset or empty gives `fallback`, "0" off, any other value on.
 bool env_switch(const char* name, bool fallback);
 
@@ -86,18 +71,13 @@ struct Exec {
   // pdl_enabled() is false; the kernel must start with pdl_begin().
   template <class... Params, class... Args>
   void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, Args&&... args) {
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = shared;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl_enabled() ? 1 : 0;
-    note(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
-    note(cudaGetLastError());
+    launch_with(kernel, grid, block, shared, nullptr, std::forward<Args>(args)...);
+  }
+  // The same with the grid's blocks in thread-block clusters of `cluster`.
+  template <class... Params, class... Args>
+  void launch_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, dim3 cluster,
+                      Args&&... args) {
+    launch_with(kernel, grid, block, shared, &cluster, std::forward<Args>(args)...);
   }
   void note(cudaError_t e) {
     if (e != cudaSuccess && error == cudaSuccess) error = e;
@@ -109,6 +89,35 @@ struct Exec {
   void to_host(void* dst, const void* src, size_t bytes);
   void fill_zero(void* dst, size_t bytes);
   Status sync();
+
+ private:
+  template <class... Params, class... Args>
+  void launch_with(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                   const dim3* cluster, Args&&... args) {
+    cudaLaunchAttribute attr[2]{};
+    unsigned na = 0;
+    if (cluster) {
+      attr[na].id = cudaLaunchAttributeClusterDimension;
+      attr[na].val.clusterDim.x = cluster->x;
+      attr[na].val.clusterDim.y = cluster->y;
+      attr[na].val.clusterDim.z = cluster->z;
+      ++na;
+    }
+    if (pdl_enabled()) {
+      attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[na].val.programmaticStreamSerializationAllowed = 1;
+      ++na;
+    }
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = shared;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = na;
+    note(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+    note(cudaGetLastError());
+  }
 };
 
 // A typed device (or, emulated, host) array owned by its Exec.

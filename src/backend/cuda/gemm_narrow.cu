@@ -95,21 +95,12 @@ __global__ void __launch_bounds__(kThreads)
 template <int R>
 void launch(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
             int64_t ldy, bool round_out, int slices, int64_t span) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim =
-      dim3(static_cast<unsigned>((n + R - 1) / R),
-           static_cast<unsigned>((w.out + kCols - 1) / kCols), static_cast<unsigned>(slices));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = e.stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 1;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = static_cast<unsigned>(slices);
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  e.note(cudaLaunchKernelEx(&cfg, narrow_kernel<R>, x, ldx, n, w, y, ldy, round_out, span));
+  const dim3 grid(static_cast<unsigned>((n + R - 1) / R),
+                  static_cast<unsigned>((w.out + kCols - 1) / kCols),
+                  static_cast<unsigned>(slices));
+  e.launch_cluster(narrow_kernel<R>, grid, dim3(kThreads), 0,
+                   dim3(1, 1, static_cast<unsigned>(slices)), x, ldx, n, w, y, ldy, round_out,
+                   span);
 }
 
 }  // namespace

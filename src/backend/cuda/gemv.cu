@@ -288,18 +288,12 @@ __global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict_
 template <DevFormat F, int S>
 __global__ void __launch_bounds__(256)
     gemv4_row_split_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
-                           bool round_out, bool prefetch) {
+                           bool round_out) {
+  pdl_begin();
   constexpr int E = 16, kGroups = 256 / 32 / S;
   __shared__ float part[kGroups][S][kCols];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = warp / S, s = warp % S;
   const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kGroups + g) * kCols;
-  // The group's four rows into L2 at once (the weights are constant: before the wait).
-  if (prefetch && s == 0 && lane < kCols && o0 + lane < w.out) {
-    const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
-    prefetch_l2(w.data + (o0 + lane + w.row0) * row_bytes,
-                static_cast<uint32_t>(F == DevFormat::FP8 ? w.in : w.in / 2));
-  }
-  pdl_begin();
   float acc[kCols] = {};
   if (o0 < w.out) row4_sums<F>(x, w, o0, (s * 32 + lane) * E, 32 * E * S, acc);
   if (lane == 0) {
@@ -441,17 +435,15 @@ template <DevFormat F>
 void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWeight& w, float* y,
                 bool round_out) {
   const auto blocks = [&](int s) { return static_cast<unsigned>((groups * s + 7) / 8); };
-  const bool prefetch = weight_prefetch() && w.stride % 32 == 0 && w.in % 32 == 0 &&
-                        reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
   switch (split) {
     case 2:
-      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out, prefetch);
+      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out);
       break;
     case 4:
-      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out, prefetch);
+      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out);
       break;
     case 8:
-      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out, prefetch);
+      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out);
       break;
     default:
       e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out);

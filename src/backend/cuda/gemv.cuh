@@ -55,12 +55,12 @@ void rms_norm_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const flo
 // bits) in the same launch where a row is ≤ 4,096 wide and a multiple of 128.
 void rms_norm_quant_fast(Exec& e, const float* x, int64_t rows, int64_t dim, const float* w,
                          float eps, float* y, bool round_in, bool round_out, float* yq);
-// ss[r] = Σ x[r, :]² over `width` values.
 // Few fp32 outputs over rows of ≥ 8,192 (the mHC mixes), ≤ 8 rows: K split over a cluster of
 // blocks (gemv_cluster.cu; `DEEPINFER_CUDA_GEMV_CLUSTER=0` off).
 bool gemv_cluster_preferred(const DevWeight& w, int64_t n, const float* x, int64_t ldx);
 void gemv_cluster(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                   int64_t ldy, bool round_out);
+// ss[r] = Σ x[r, :]² over `width` values.
 void sum_squares_fast(Exec& e, const float* x, int64_t rows, int64_t width, float* ss);
 // The threads a row of sum_squares_fast's float4 kernel (each ≤ kVecMax float4s, thread i's
 // float4s i + k · threads), 0 where it takes the scalar kernel.

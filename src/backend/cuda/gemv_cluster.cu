@@ -17,7 +17,7 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int kThreads = 256;
 constexpr int64_t kSliceIn = kThreads * 8;  // the K of one slice: one load step a thread
 constexpr int kMaxSlices = 8;               // the portable cluster size
 
@@ -27,43 +27,22 @@ template <int R>
 __global__ void __launch_bounds__(kThreads)
     gemv_cluster_kernel(const float* __restrict__ x, int64_t ldx, int n, DevWeight w,
                         float* __restrict__ y, int64_t ldy, bool round_out) {
+  static_assert(kThreads == 256, "block_dot_rows' block");
   pdl_begin();
-  __shared__ float warp_sum[R][kWarps];
   __shared__ float slice_sum[R];
   cg::cluster_group cluster = cg::this_cluster();
   const unsigned rank = cluster.block_rank(), slices = cluster.num_blocks();
   const int64_t o = blockIdx.x / slices;
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int tid = static_cast<int>(threadIdx.x);
   const int64_t span = (w.in + slices - 1) / slices;
   const int64_t kb = rank * span, ke = std::min<int64_t>(w.in, kb + span);
-  float acc[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-#pragma unroll 2
-  for (int64_t k = kb + tid * 8; k < ke; k += kSliceIn) {
-    float wv[8];
-    load8(w, o, k, wv);
-    add_dot8_rows<R>(x, ldx, n, k, wv, acc);
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    float v = acc[r];
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0) warp_sum[r][warp] = v;
-  }
-  __syncthreads();
-  if (tid < R) {
-    float v = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kWarps; ++i) v += warp_sum[tid][i];
-    slice_sum[tid] = v;
-  }
+  const float v = block_dot_rows<R>(x, ldx, n, w, o, kb, ke);
+  if (tid < R) slice_sum[tid] = v;
   cluster.sync();  // every slice's sums written and visible to rank 0
   if (rank == 0 && tid < R && tid < n) {
-    float v = 0.0f;
-    for (unsigned s = 0; s < slices; ++s) v += cluster.map_shared_rank(slice_sum, s)[tid];
-    y[tid * ldy + o] = round_out ? bf16r(v) : v;
+    float sum = 0.0f;
+    for (unsigned s = 0; s < slices; ++s) sum += cluster.map_shared_rank(slice_sum, s)[tid];
+    y[tid * ldy + o] = round_out ? bf16r(sum) : sum;
   }
   cluster.sync();  // the other slices' shared memory stays until rank 0 has read it
 }
@@ -71,21 +50,9 @@ __global__ void __launch_bounds__(kThreads)
 template <int R>
 void launch(Exec& e, const float* x, int64_t ldx, int n, const DevWeight& w, float* y, int64_t ldy,
             bool round_out, int slices) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(w.out * slices));
-  cfg.blockDim = dim3(kThreads);
-  cfg.stream = e.stream;
-  cudaLaunchAttribute attr[2]{};
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(slices);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 2 : 1;
-  e.note(cudaLaunchKernelEx(&cfg, gemv_cluster_kernel<R>, x, ldx, n, w, y, ldy, round_out));
-  e.note(cudaGetLastError());
+  e.launch_cluster(gemv_cluster_kernel<R>, dim3(static_cast<unsigned>(w.out * slices)),
+                   dim3(kThreads), 0, dim3(static_cast<unsigned>(slices), 1, 1), x, ldx, n, w, y,
+                   ldy, round_out);
 }
 
 }  // namespace

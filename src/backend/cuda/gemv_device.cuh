@@ -51,12 +51,14 @@ __device__ __forceinline__ void add_dot8_rows(const float* __restrict__ x, int64
   }
 }
 
-// Few output columns, long rows (the mHC mixes, the router, the compressor and indexer heads): a
-// block of 256 threads per column splits the row, so the launch still fills the GPU.
+// Block b of 256 threads: row r's sum x[r, kb … ke) · w[o, kb … ke) for r < n, returned in
+// thread r (0 elsewhere). A thread takes every 2,048th run of 8 values from kb + 8 · thread, its
+// products summed in order; the lanes by shuffles, the warps in order. Its shared sums are read
+// after its one barrier: a second call in the same kernel needs a __syncthreads() before it.
 template <int R>
-__device__ __forceinline__ void splitk_column(const float* __restrict__ x, int64_t ldx, int n,
-                                              const DevWeight& w, int64_t o, float* __restrict__ y,
-                                              int64_t ldy, bool round_out) {
+__device__ __forceinline__ float block_dot_rows(const float* __restrict__ x, int64_t ldx, int n,
+                                                const DevWeight& w, int64_t o, int64_t kb,
+                                                int64_t ke) {
   constexpr int kWarps = 256 / 32;
   __shared__ float part[R][kWarps];
   float acc[R];
@@ -64,7 +66,7 @@ __device__ __forceinline__ void splitk_column(const float* __restrict__ x, int64
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     // Unrolled so a thread's loads are in flight together (the sums keep their order).
 #pragma unroll 4
-  for (int64_t k = threadIdx.x * 8; k < w.in; k += 256 * 8) {
+  for (int64_t k = kb + threadIdx.x * 8; k < ke; k += 256 * 8) {
     float wv[8];
     load8(w, o, k, wv);
     add_dot8_rows<R>(x, ldx, n, k, wv, acc);
@@ -78,12 +80,23 @@ __device__ __forceinline__ void splitk_column(const float* __restrict__ x, int64
     if (lane == 0) part[r][warp] = v;
   }
   __syncthreads();
-  if (threadIdx.x < R && static_cast<int>(threadIdx.x) < n) {
-    float v = 0.0f;
+  float v = 0.0f;
+  if (threadIdx.x < R) {
 #pragma unroll
     for (int i = 0; i < kWarps; ++i) v += part[threadIdx.x][i];
-    y[threadIdx.x * ldy + o] = round_out ? bf16r(v) : v;
   }
+  return v;
+}
+
+// Few output columns, long rows (the mHC mixes, the router, the compressor and indexer heads): a
+// block of 256 threads per column splits the row, so the launch still fills the GPU.
+template <int R>
+__device__ __forceinline__ void splitk_column(const float* __restrict__ x, int64_t ldx, int n,
+                                              const DevWeight& w, int64_t o, float* __restrict__ y,
+                                              int64_t ldy, bool round_out) {
+  const float v = block_dot_rows<R>(x, ldx, n, w, o, 0, w.in);
+  if (threadIdx.x < R && static_cast<int>(threadIdx.x) < n)
+    y[threadIdx.x * ldy + o] = round_out ? bf16r(v) : v;
 }
 
 }  // namespace deepinfer::cuda

@@ -51,7 +51,6 @@ struct MmaLaunch {
   LaunchJob job[kMaxGemvJobs];
   int first[kMaxGemvJobs + 1];  // job j's first tile (a cluster each)
   int count, n;
-  bool prefetch;  // weight_prefetch()
   ExpertJobs ex;
 };
 
@@ -325,11 +324,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
 
-  if (L.prefetch && lane < 16) {  // the warp's 16 rows of the slice, into L2 at once
-    const int64_t r = min(t0 + warp * 16 + lane, w.out - 1) + w.row0;
-    const int64_t bytes = F == DevFormat::FP8 ? slice : slice / 2;
-    prefetch_l2(w.data + r * row_bytes + k0_bytes, static_cast<uint32_t>(bytes));
-  }
   // A ring of 3 K steps ahead in registers (unrolled, so every slot index is a constant).
   uint4 ring[kStages][4];
   uint2 ring_sc[kStages][2];
@@ -414,30 +408,13 @@ int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step,
 
 template <DevFormat F, int S, bool kExperts>
 void launch_shape(Exec& e, const MmaLaunch& L, int tiles, size_t shared) {
-  const auto kernel = gemv_mma_kernel<F, S, kExperts>;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(tiles * S));
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = shared;
-  cfg.stream = e.stream;
-  cudaLaunchAttribute attr[2]{};
-  int na = 0;
-  if (S > 1) {
-    attr[na].id = cudaLaunchAttributeClusterDimension;
-    attr[na].val.clusterDim.x = S;
-    attr[na].val.clusterDim.y = 1;
-    attr[na].val.clusterDim.z = 1;
-    ++na;
+  const dim3 grid(static_cast<unsigned>(tiles * S));
+  if constexpr (S > 1) {
+    e.launch_cluster(gemv_mma_kernel<F, S, kExperts>, grid, dim3(kThreads), shared, dim3(S, 1, 1),
+                     L);
+  } else {
+    e.launch(gemv_mma_kernel<F, S, kExperts>, grid, dim3(kThreads), shared, L);
   }
-  if (pdl_enabled()) {
-    attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[na].val.programmaticStreamSerializationAllowed = 1;
-    ++na;
-  }
-  cfg.attrs = attr;
-  cfg.numAttrs = static_cast<unsigned>(na);
-  e.note(cudaLaunchKernelEx(&cfg, kernel, L));
-  e.note(cudaGetLastError());
 }
 
 template <DevFormat F, bool kExperts>
@@ -474,7 +451,6 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n) {
   MmaLaunch L{};
   L.count = count;
   L.n = static_cast<int>(n);
-  L.prefetch = weight_prefetch();
   int tiles = 0;
   int64_t min_in = jobs[0].w->in, max_in = jobs[0].w->in;
   for (int j = 0; j < count; ++j) {
@@ -514,7 +490,6 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   X.slots = slots;
   X.per_token = per_token;
   X.x_per_slot = x_per_slot;
-  L.prefetch = weight_prefetch();
   X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
   const int tiles = X.tiles * slots * p.count;
   if (tiles == 0) return;

@@ -333,6 +333,18 @@ bool routed_grouped_supported(const RoutedExperts& r, int64_t d, int64_t inter) 
          grouped_experts_supported(inter, r.f2);
 }
 
+namespace {
+
+// The slots' SwiGLU (into h1) and its FP8 copy for w2 (xq): one launch where swiglu_quant runs.
+void swiglu_fp8_copy(Exec& e, float* h1, const float* h3, int64_t slots, int64_t inter, float limit,
+                     const float* row_w, bool official, float* xq) {
+  if (swiglu_quant(e, h1, h3, slots, inter, limit, official, xq, row_w)) return;
+  swiglu(e, h1, h3, slots, inter, limit, row_w, official);
+  fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
+}
+
+}  // namespace
+
 void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, const float* x,
                     int64_t n, int E, int K, int64_t d, int64_t inter, float limit,
                     const float* weights, bool official, float* h1, float* h3, float* out,
@@ -349,10 +361,7 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
     if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
     experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter);
     const float* row_w = official ? weights : nullptr;
-    if (!swiglu_quant(e, h1, h3, slots, inter, limit, official, xq, row_w)) {
-      swiglu(e, h1, h3, slots, inter, limit, row_w, official);
-      fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
-    }
+    swiglu_fp8_copy(e, h1, h3, slots, inter, limit, row_w, official, xq);
     experts_mma(e, {{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter}, idx, K, K, xq, inter, true,
                 d);
     return;
@@ -392,11 +401,8 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
   run(x, false, {r.r1, h1}, {r.r3, h3}, inter, inter, d, r.f1);
   const float* row_w = official ? weights : nullptr;
   const float* h = h1;
-  if (qx) {  // the SwiGLU and its FP8 copy in one launch where it applies
-    if (!swiglu_quant(e, h1, h3, slots, inter, limit, official, xq, row_w)) {
-      swiglu(e, h1, h3, slots, inter, limit, row_w, official);
-      fp8_quant_rows_from(e, h1, inter, slots, inter, 128, xq);
-    }
+  if (qx) {
+    swiglu_fp8_copy(e, h1, h3, slots, inter, limit, row_w, official, xq);
     h = xq;
   } else {
     swiglu(e, h1, h3, slots, inter, limit, row_w, official);
