@@ -282,6 +282,36 @@ TEST_F(CudaDevice, BatchedDecodeEqualsSingle) {
   }
 }
 
+// Weights asked into L2 ahead of their products (every point, on their own stream, inside the
+// decode graphs) leave every logit of a batch-4 decode the same bits as without.
+TEST_F(CudaDevice, L2AheadKeepsEveryBit) {
+  const unsigned points0 = l2_ahead_points();
+  for (const char* f : {"hf_v4_a", "official_v4_c"}) {
+    Reference ref = Reference::open(fixture_dir(f));
+    const auto ids = ref.i32("input_ids");
+    std::vector<float> got[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      set_l2_ahead_points(pass == 0 ? 0u : 15u);
+      auto m = load(f, false, 4);
+      ASSERT_TRUE(m);
+      const int64_t V = m->config().vocab_size;
+      const int lens[] = {150, 7, 260, 131};
+      for (int s = 0; s < 4; ++s) {
+        ASSERT_TRUE(
+            m->prefill(s, std::span<const int32_t>(ids.data() + s, lens[s]), {}, nullptr).ok());
+      }
+      got[pass].resize(static_cast<size_t>(4 * V * 6));
+      const int seqs[] = {0, 1, 2, 3};
+      for (int step = 0; step < 6; ++step) {
+        const int32_t toks[] = {ids[10 + step], ids[20 + step], ids[30 + step], ids[40 + step]};
+        ASSERT_TRUE(m->decode(seqs, toks, got[pass].data() + step * 4 * V, nullptr).ok());
+      }
+    }
+    set_l2_ahead_points(points0);
+    EXPECT_EQ(std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)), 0) << f;
+  }
+}
+
 // Batch-invariant mode: the logits of one token are the same bits as row 69 of a 70-row
 // prefill, as a decode step alone after the first 69, and as one row of a 3-sequence decode batch.
 TEST_F(CudaDevice, BatchInvariantLogits) {

@@ -37,6 +37,11 @@ bool batch_invariant();
 // on; env DEEPINFER_CUDA_LT=0 keeps the older tiled kernels, which tests compare against).
 void set_lt_gemm(bool on);
 bool lt_gemm();
+// Which points of a GEMV-sized decode step ask the next products' weights into L2 on a stream of
+// their own while the small dependent launches run (l2_ahead.cuh's L2AheadPoint bits; env
+// DEEPINFER_CUDA_L2_AHEAD, a decimal mask, 0 by default). Numerics are untouched.
+void set_l2_ahead_points(unsigned mask);
+unsigned l2_ahead_points();
 
 // Device bytes of one sequence slot, as a model that keeps fixed slots allocates them (V4.1): the
 // bounded part (window rings, compressor tails) and the compressed-entry stores sized for
