@@ -282,16 +282,23 @@ TEST_F(CudaDevice, BatchedDecodeEqualsSingle) {
   }
 }
 
-// Weights asked into L2 ahead of their products (every point, on their own stream, inside the
-// decode graphs) leave every logit of a batch-4 decode the same bits as without.
-TEST_F(CudaDevice, L2AheadKeepsEveryBit) {
+// The decode step's other schedules leave every logit of a batch-4 decode the same bits: weights
+// asked into L2 ahead of their products (every point, on their own stream, inside the decode
+// graphs), the kv norm / compressors / indexer beside wq_b on the side stream, and both.
+TEST_F(CudaDevice, DecodeSchedulesKeepEveryBit) {
   const unsigned points0 = l2_ahead_points();
+  const bool overlap0 = attention_overlap();
+  const struct {
+    unsigned points;
+    bool overlap;
+  } schedules[] = {{0u, false}, {15u, false}, {0u, true}, {15u, true}};
   for (const char* f : {"hf_v4_a", "official_v4_c"}) {
     Reference ref = Reference::open(fixture_dir(f));
     const auto ids = ref.i32("input_ids");
-    std::vector<float> got[2];
-    for (int pass = 0; pass < 2; ++pass) {
-      set_l2_ahead_points(pass == 0 ? 0u : 15u);
+    std::vector<float> first;
+    for (const auto& sc : schedules) {
+      set_l2_ahead_points(sc.points);
+      set_attention_overlap(sc.overlap);
       auto m = load(f, false, 4);
       ASSERT_TRUE(m);
       const int64_t V = m->config().vocab_size;
@@ -300,15 +307,21 @@ TEST_F(CudaDevice, L2AheadKeepsEveryBit) {
         ASSERT_TRUE(
             m->prefill(s, std::span<const int32_t>(ids.data() + s, lens[s]), {}, nullptr).ok());
       }
-      got[pass].resize(static_cast<size_t>(4 * V * 6));
+      std::vector<float> got(static_cast<size_t>(4 * V * 6));
       const int seqs[] = {0, 1, 2, 3};
       for (int step = 0; step < 6; ++step) {
         const int32_t toks[] = {ids[10 + step], ids[20 + step], ids[30 + step], ids[40 + step]};
-        ASSERT_TRUE(m->decode(seqs, toks, got[pass].data() + step * 4 * V, nullptr).ok());
+        ASSERT_TRUE(m->decode(seqs, toks, got.data() + step * 4 * V, nullptr).ok());
+      }
+      if (first.empty()) {
+        first = got;
+      } else {
+        EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0)
+            << f << ": L2 ahead " << sc.points << ", attention overlap " << sc.overlap;
       }
     }
     set_l2_ahead_points(points0);
-    EXPECT_EQ(std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)), 0) << f;
+    set_attention_overlap(overlap0);
   }
 }
 

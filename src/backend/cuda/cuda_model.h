@@ -42,6 +42,11 @@ bool lt_gemm();
 // DEEPINFER_CUDA_L2_AHEAD, a decimal mask, 0 by default). Numerics are untouched.
 void set_l2_ahead_points(unsigned mask);
 unsigned l2_ahead_points();
+// Whether a GEMV-sized decode step runs the kv norm, the compressors and the indexer on a second
+// stream beside wq_b and the q head norm (they read only the earlier products; env
+// DEEPINFER_CUDA_ATTN_OVERLAP=1, off by default until measured). The same bits either way.
+void set_attention_overlap(bool on);
+bool attention_overlap();
 
 // Device bytes of one sequence slot, as a model that keeps fixed slots allocates them (V4.1): the
 // bounded part (window rings, compressor tails) and the compressed-entry stores sized for

@@ -35,6 +35,13 @@ struct XnProduct {
 
 }  // namespace
 
+namespace {
+bool g_attention_overlap = env_switch("DEEPINFER_CUDA_ATTN_OVERLAP", false);
+}  // namespace
+
+void set_attention_overlap(bool on) { g_attention_overlap = on; }
+bool attention_overlap() { return g_attention_overlap; }
+
 Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32_t> logit_rows,
                             float* logits, int32_t* argmax, std::span<const SampleSpec> specs,
                             int32_t* tokens) {
@@ -270,31 +277,34 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   }
   if (count > 0) gemv_split_row_group(exec, group_x, d, n, jobs, count);
 
-  // qr quantized for wq_b's GEMV pass in the norm's launch (where linear() would quantize it).
-  if (official && B.wq_b.quantized() && B.wq_b.quantize_input && !exec.emulate && fast_kernels() &&
-      n <= gemv_max_rows() && !batch_invariant()) {
+  // qr quantized for wq_b's GEMV pass in the norm's launch (where linear() would quantize it);
+  // the indexer's q product takes the same copy (the same rows, the same 1×128 blocks).
+  const bool q_fused = official && B.wq_b.quantized() && B.wq_b.quantize_input && !exec.emulate &&
+                       fast_kernels() && n <= gemv_max_rows() && !batch_invariant();
+  const bool iq_ready = q_fused && csa && B.index_wq_b.quantized() && B.index_wq_b.quantize_input;
+  if (q_fused) {
     rms_norm_quant(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, true, xq.ptr);
-    linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr, xq.ptr);
   } else {
     rms_norm(exec, qa.ptr, n, qlr, B.q_norm, eps, qr.ptr, false, official);
-    linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr);
   }
-  // wo_a and wo_b into L2 while the q / kv norms, the compressors and attention run.
-  l2_ahead(kAheadOutput, n, {&B.wo_a, &B.wo_b});
-  if (official) {
-    q_head_norm_rope_official(exec, q.ptr, n * H, D, eps, RopeRows{inv, af, rows.pos, H, pairs});
-  } else {
-    rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
-    rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
+  // The kv norm, the compressors and the indexer read only the xn products and qr: on the side
+  // stream beside wq_b and the q head norm where nothing of theirs writes what the other reads
+  // (xq is only read once quantized), joined before attention.
+  const bool side = side_stream && q_fused && (!csa || iq_ready) && attention_overlap();
+  Exec sx = exec;
+  if (side) {
+    sx.stream = side_stream;
+    exec.note(cudaEventRecord(fork_event, exec.stream));
+    exec.note(cudaStreamWaitEvent(side_stream, fork_event, 0));
   }
+  Exec& ax = side ? sx : exec;
   if (official) {
-    kv_norm_rope_official(exec, kv.ptr, n, D, R, B.kv_norm, eps,
+    kv_norm_rope_official(ax, kv.ptr, n, D, R, B.kv_norm, eps,
                           RopeRows{inv, af, rows.pos, 1, pairs});
   } else {
-    rms_norm(exec, kv.ptr, n, D, B.kv_norm, eps, kv.ptr);
-    rope(exec, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
+    rms_norm(ax, kv.ptr, n, D, B.kv_norm, eps, kv.ptr);
+    rope(ax, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
   }
-
   const int ipairs = std::min(R, std::max(ihd, 0)) / 2;
   if (B.has_compressor) {
     const size_t ri =
@@ -303,27 +313,44 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     const int32_t* ent_j = ent_seq + (N + opt.max_sequences);
     auto compress = [&](const DevCompressor& w, const CompressorBuffers& cb, const float* a,
                         const float* g, int rp, bool keys) {
-      compressor_push(exec, rows, segs, a, g, w.ape, cb);
-      compressor_finish(exec, cb, ent_seq, ent_j, entries + ent_count + ri, ent_max, w.norm, eps,
+      compressor_push(ax, rows, segs, a, g, w.ape, cb);
+      compressor_finish(ax, cb, ent_seq, ent_j, entries + ent_count + ri, ent_max, w.norm, eps,
                         comp_inv, comp_af, rp, keys, official);
     };
     compress(B.compressor, L.comp, ca.ptr, cg.ptr, pairs, false);
     if (csa) compress(B.index_compressor, L.icomp, ica.ptr, icg.ptr, ipairs, true);
   }
   if (csa) {
-    linear(exec, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr);
-    rope(exec, iq.ptr, n, ih, ihd, ipairs, comp_inv, comp_af, rows.pos, false);
-    if (official) indexer_rows_official(exec, iq.ptr, n * ih, ihd);
+    linear(ax, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr,
+           iq_ready ? xq.ptr : nullptr);
+    rope(ax, iq.ptr, n, ih, ihd, ipairs, comp_inv, comp_af, rows.pos, false);
+    if (official) indexer_rows_official(ax, iq.ptr, n * ih, ihd);
     const float wscale = official ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
                                   : 1.0f / std::sqrt(static_cast<float>(ih));
     if (official) {
-      scale_values_bf16(exec, iw.ptr, n * ih, wscale);
+      scale_values_bf16(ax, iw.ptr, n * ih, wscale);
     } else {
-      scale_values(exec, iw.ptr, n * ih, wscale);
+      scale_values(ax, iw.ptr, n * ih, wscale);
     }
     IndexerArgs ia{iq.ptr, iw.ptr, L.icomp.store, L.icomp.capacity, ih,
                    ihd,    ratio,  c.index_topk,  official,         L.icomp.pages};
-    indexer_topk(exec, rows, ia, iscore.ptr, sel.ptr, cnt.ptr);
+    indexer_topk(ax, rows, ia, iscore.ptr, sel.ptr, cnt.ptr);
+  }
+  // wq_b (after the side stream's work in stream order when there is none: the same bits).
+  linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr,
+         q_fused ? xq.ptr : nullptr);
+  // wo_a and wo_b into L2 while the q head norm, the side stream's work and attention run.
+  l2_ahead(kAheadOutput, n, {&B.wo_a, &B.wo_b});
+  if (official) {
+    q_head_norm_rope_official(exec, q.ptr, n * H, D, eps, RopeRows{inv, af, rows.pos, H, pairs});
+  } else {
+    rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
+    rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
+  }
+  if (side) {
+    exec.note(sx.error);
+    exec.note(cudaEventRecord(join_event, side_stream));
+    exec.note(cudaStreamWaitEvent(exec.stream, join_event, 0));
   }
   AttnArgs aa;
   aa.q = q.ptr;
