@@ -33,10 +33,8 @@ struct XnProduct {
   int64_t ldy;
 };
 
-}  // namespace
-
-namespace {
 bool g_attention_overlap = env_switch("DEEPINFER_CUDA_ATTN_OVERLAP", false);
+
 }  // namespace
 
 void set_attention_overlap(bool on) { g_attention_overlap = on; }
