@@ -75,9 +75,9 @@ struct Options {
   int threads = 0;
   std::string json_path;
   std::string commit;
-  double hbm_gbps = 4800;
+  double hbm_gbps = 0;  // 0: the card's (H100 3,350, else the H200's 4,800)
   double peak_tflops = 989;
-  std::string peak_note = "H200 dense bf16 tensor-core peak (spec sheet)";
+  std::string peak_note = "H100 / H200 dense bf16 tensor-core peak (spec sheet)";
 };
 
 struct Shape {
@@ -298,6 +298,10 @@ void run(Options o) {
   const double load_s = seconds_since(t_load);
   const int vocab = cfg.vocab_size;
   std::cerr << "loaded on " << be.device_name() << " in " << fmt(load_s, 1) << " s\n";
+  // The decode roofline of the card the run is on (an H100's HBM3 is 3.35 TB/s, an H200's HBM3e
+  // 4.8), so that fractions from either compare.
+  if (o.hbm_gbps <= 0)
+    o.hbm_gbps = be.device_name().find("H100") != std::string::npos ? 3350 : 4800;
 
   // the JSON: written now and after every measurement, so a cut-short run still reports
   JsonObject model;
@@ -534,7 +538,8 @@ void setup(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "CPU threads (default: all)");
   cmd->add_option("--json", o->json_path, "write every number as JSON here");
   cmd->add_option("--commit", o->commit, "commit recorded in the JSON (default: git)");
-  cmd->add_option("--hbm-gbps", o->hbm_gbps, "decode roofline bandwidth, GB/s (4800)");
+  cmd->add_option("--hbm-gbps", o->hbm_gbps,
+                  "decode roofline bandwidth, GB/s (default: H100 3350, else 4800)");
   cmd->add_option("--peak-tflops", o->peak_tflops, "prefill roofline peak, TFLOP/s (989)");
   cmd->add_option("--peak-note", o->peak_note, "what the peak is (printed and recorded)");
   cmd->callback([o] { run(*o); });

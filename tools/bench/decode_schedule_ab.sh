@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
-# Decode step schedules against the default, interleaved in one run on the V4-Flash FP8/FP4 slice
-# at 4k context: weights asked into L2 ahead of their products (DEEPINFER_CUDA_L2_AHEAD, a mask of
-# l2_ahead.cuh's points: 1 attention start, 2 wo_a / wo_b after wq_b, 4 FFN start, 8 the next
-# layer's attention beside the routed experts) and the kv norm / compressors / indexer beside wq_b
-# (DEEPINFER_CUDA_ATTN_OVERLAP=1). Each variant is a space-free list of VAR=value joined by commas
-# ("-" = the defaults). With TRACE_LIB (bench/cuda_kernel_trace.cpp's library) also the kernel
-# trace of batch 1 under the last variant (OUT_DIR/trace_schedule.md). Appends to
+# Decode step variants against the default, interleaved in one run on the V4-Flash FP8/FP4 slice
+# at 4k context: each variant is a space-free list of VAR=value joined by commas ("-" = the
+# defaults), e.g. DEEPINFER_CUDA_ATTN_OVERLAP=0 (the kv norm / compressors / indexer after wq_b
+# instead of beside it) or DEEPINFER_CUDA_FP4_INT_WORDS=170 (the FP4 experts' decode half on the
+# integer pipe). With TRACE_LIB (bench/cuda_kernel_trace.cpp's library) also the kernel trace of
+# batch 1 under the last variant (OUT_DIR/trace_schedule.md). Appends to
 # OUT_DIR/decode_schedule.txt.
 #   tools/bench/decode_schedule_ab.sh BIN_DIR OUT_DIR [LAYERS] [BATCHES] [VARIANTS...]
 set -uo pipefail
 bin=$1 out=$2 layers=${3:-4} batches=${4:-"1 4"}
 shift $(($# < 4 ? $# : 4))
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(- DEEPINFER_CUDA_L2_AHEAD=1 DEEPINFER_CUDA_L2_AHEAD=2
-  DEEPINFER_CUDA_L2_AHEAD=4 DEEPINFER_CUDA_L2_AHEAD=8 DEEPINFER_CUDA_ATTN_OVERLAP=1
-  DEEPINFER_CUDA_L2_AHEAD=15,DEEPINFER_CUDA_ATTN_OVERLAP=1)
+[ ${#variants[@]} -gt 0 ] || variants=(- DEEPINFER_CUDA_ATTN_OVERLAP=0
+  DEEPINFER_CUDA_FP4_INT_WORDS=170 DEEPINFER_CUDA_FP4_INT_WORDS=255)
 root=/tmp/deepinfer-slices
 shm_free=$(df --output=avail -B1G /dev/shm 2> /dev/null | tail -1 | tr -d ' ')
 if [ "${shm_free:-0}" -gt 30 ]; then root=/dev/shm/deepinfer-slices; fi

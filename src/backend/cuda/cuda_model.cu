@@ -378,9 +378,6 @@ CudaModel::~CudaModel() {
     if (impl_->side_stream) cudaStreamDestroy(impl_->side_stream);
     if (impl_->fork_event) cudaEventDestroy(impl_->fork_event);
     if (impl_->join_event) cudaEventDestroy(impl_->join_event);
-    if (impl_->ahead_stream) cudaStreamDestroy(impl_->ahead_stream);
-    if (impl_->ahead_fork) cudaEventDestroy(impl_->ahead_fork);
-    if (impl_->ahead_join) cudaEventDestroy(impl_->ahead_join);
   }
 }
 
@@ -417,15 +414,6 @@ Result<std::unique_ptr<CudaModel>> CudaModel::from_model(const model::Model& cpu
         cudaEventCreateWithFlags(&impl->join_event, cudaEventDisableTiming) != cudaSuccess) {
       return Error{"CUDA backend: cannot create the side stream and its events"};
     }
-    if (cudaStreamCreateWithFlags(&impl->ahead_stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreateWithFlags(&impl->ahead_fork, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&impl->ahead_join, cudaEventDisableTiming) != cudaSuccess) {
-      return Error{"CUDA backend: cannot create the L2 prefetch stream and its events"};
-    }
-    int dev = 0, l2 = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    impl->ahead_budget = l2_ahead_budget(l2);
   }
   if (Status s = impl->upload(cpu); !s) return s.error();
   impl->allocate_state_and_scratch();

@@ -2,14 +2,12 @@
 // as CudaModel::Impl holds them (cuda_model.cu uploads, forward.cu runs).
 #pragma once
 
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <vector>
 
 #include "backend/cuda/attention.cuh"
 #include "backend/cuda/cuda_model.h"
-#include "backend/cuda/l2_ahead.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/moe_grouped.cuh"
 #include "backend/cuda/sampling.cuh"
@@ -75,12 +73,6 @@ struct CudaModel::Impl {
   // (moe_sublayer), forked from and joined to exec.stream by the two events; null when emulated.
   cudaStream_t side_stream = nullptr;
   cudaEvent_t fork_event = nullptr, join_event = nullptr;
-  // The stream that brings weights into L2 ahead of their products (l2_ahead.cuh), its events,
-  // whether a prefetch is not joined back yet, and the bytes a point asks for at most.
-  cudaStream_t ahead_stream = nullptr;
-  cudaEvent_t ahead_fork = nullptr, ahead_join = nullptr;
-  bool ahead_open = false;
-  int64_t ahead_budget = 0;
   std::unique_ptr<model::Model> owned;  // the CPU model when loaded from a folder
   model::ModelConfig cfg;
   CudaModelOptions opt;
@@ -156,13 +148,6 @@ struct CudaModel::Impl {
                           const int32_t* entries);
   // y = the shared expert's output, rout the routed slots' (block() adds them in hc_post's launch).
   void moe_sublayer(int layer, const Rows& rows);
-  // At `point` (when l2_ahead_points() has it and the launch is GEMV-sized): the weights, in
-  // order, asked into L2 on ahead_stream once what exec.stream has so far is done.
-  void l2_ahead(L2AheadPoint point, int64_t n, std::initializer_list<const DevWeight*> weights);
-  // The weights of `layer`'s attention sublayer up to wq_b's products, at `point`.
-  void l2_ahead_attention(L2AheadPoint point, int layer, int64_t n);
-  // exec.stream waits for the prefetch launches (before a step ends, so graphs close).
-  void l2_ahead_join();
 };
 
 }  // namespace deepinfer::cuda

@@ -33,7 +33,7 @@ struct XnProduct {
   int64_t ldy;
 };
 
-bool g_attention_overlap = env_switch("DEEPINFER_CUDA_ATTN_OVERLAP", false);
+bool g_attention_overlap = env_switch("DEEPINFER_CUDA_ATTN_OVERLAP", true);
 
 }  // namespace
 
@@ -162,7 +162,6 @@ void CudaModel::Impl::compute(const Rows& rows, const Segments& segs, int64_t nl
   embed(exec, embed_table, rows.ids, n, c.hc_mult, X.ptr);
   if (official) round_bf16(exec, X.ptr, n * hc * d);
   for (int i = 0; i < c.num_layers; ++i) block(i, rows, segs, dm);
-  l2_ahead_join();
   if (nl == 0) return;
   const int64_t V = c.vocab_size;
   gather_rows(exec, X.ptr, dm + o_lrows, nl, hc * d, Xr.ptr);
@@ -190,12 +189,6 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     const DevHc& H = half == 0 ? B.hc_attn : B.hc_ffn;
     HcParams hp{c.hc_mult, c.hc_sinkhorn_iters, d, static_cast<float>(c.hc_eps), eps, H.base,
                 H.scale};
-    // The sublayer's first products into L2 while the mHC mix and pre-norm run.
-    if (half == 0) {
-      l2_ahead_attention(kAheadAttention, layer, n);
-    } else {
-      l2_ahead(kAheadFfn, n, {&B.gate, &B.ffn.w1, &B.ffn.w3, &B.ffn.w2});
-    }
     linear(exec, X.ptr, hc * d, n, H.fn, mix.ptr, mixw, official, xq.ptr);
     // u and xn bf16-rounded (official) inside the norm's launch; xn quantized once for its
     // products where they are GEMV passes (the cuBLASLt ones take xn as it is); all of it one
@@ -337,8 +330,6 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   // wq_b (after the side stream's work in stream order when there is none: the same bits).
   linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr,
          q_fused ? xq.ptr : nullptr);
-  // wo_a and wo_b into L2 while the q head norm, the side stream's work and attention run.
-  l2_ahead(kAheadOutput, n, {&B.wo_a, &B.wo_b});
   if (official) {
     q_head_norm_rope_official(exec, q.ptr, n * H, D, eps, RopeRows{inv, af, rows.pos, H, pairs});
   } else {
@@ -461,9 +452,6 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   ra.bias = B.gate_bias;
   ra.routed_scale = static_cast<float>(c.routed_scaling);
   moe_route(exec, ra, rows.ids, n, mlog.ptr, idx.ptr, wts.ptr);
-  // The routed experts stream below the HBM roofline (their FP4 products are instruction-bound):
-  // the next layer's first attention products into L2 beside them.
-  if (layer + 1 < c.num_layers) l2_ahead_attention(kAheadNextLayer, layer + 1, n);
   // Routed experts, one slot per (row, k): grouped by expert on the device (each expert's
   // weights streamed once per step), or the reference path (a product per slot).
   const int64_t slots = n * K;
@@ -489,37 +477,6 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   linear_experts(exec, rh1.ptr, true, slots, K, B.ffn.r2, idx.ptr, rout.ptr, d, d, inter, official,
                  qx, B.ffn.f2, xq.ptr);
   join();
-}
-
-void CudaModel::Impl::l2_ahead(L2AheadPoint point, int64_t n,
-                               std::initializer_list<const DevWeight*> weights) {
-  if (!(l2_ahead_points() & point) || !ahead_stream || exec.emulate || n > gemv_max_rows()) return;
-  L2Spans spans;
-  spans.budget = ahead_budget;
-  for (const DevWeight* w : weights) spans.add(*w);
-  if (spans.count == 0) return;
-  exec.note(cudaEventRecord(ahead_fork, exec.stream));
-  exec.note(cudaStreamWaitEvent(ahead_stream, ahead_fork, 0));
-  Exec ax = exec;
-  ax.stream = ahead_stream;
-  l2_prefetch(ax, spans);
-  exec.note(ax.error);
-  exec.note(cudaEventRecord(ahead_join, ahead_stream));
-  ahead_open = true;
-}
-
-void CudaModel::Impl::l2_ahead_attention(L2AheadPoint point, int layer, int64_t n) {
-  const DevBlock& B = blocks[static_cast<size_t>(layer)];
-  // Absent ones (no compressor, no indexer) have no rows and add nothing.
-  l2_ahead(point, n,
-           {&B.wq_a, &B.wkv, &B.compressor.wkv, &B.compressor.wgate, &B.index_compressor.wkv,
-            &B.index_compressor.wgate, &B.index_weights_proj, &B.wq_b, &B.index_wq_b});
-}
-
-void CudaModel::Impl::l2_ahead_join() {
-  if (!ahead_open) return;
-  exec.note(cudaStreamWaitEvent(exec.stream, ahead_join, 0));
-  ahead_open = false;
 }
 
 }  // namespace deepinfer::cuda

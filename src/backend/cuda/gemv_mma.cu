@@ -106,6 +106,29 @@ __device__ __forceinline__ void fp4_word_f16(uint32_t q, uint32_t fac, uint32_t*
   }
 }
 
+// 2^(u − 113) as an f16 pair: the block scale over fp4_word_f16_int's 2^−14, for u in [104, 128]
+// (the products exact as above, the factor itself an f16); 0 outside.
+__device__ __forceinline__ uint32_t fp4_f16_fac_int(uint32_t u) {
+  return u >= 104 && u <= 128 ? ((u - 98) << 10) * 0x00010001u : 0u;
+}
+
+// fp4_word_f16 without conversion instructions (they issue at a quarter of the integer rate): a
+// byte with the sign at bit 7 and e1 e0 m at bits 3..1, as an f16's high byte, is the e2m1 value
+// times 2^−14 (e = 0 on the f16 subnormals); byte permutes spread the bytes, one f16 multiply by
+// fac = fp4_f16_fac_int applies the scale. Same pair order as fp4_word_f16.
+__device__ __forceinline__ void fp4_word_f16_int(uint32_t q, uint32_t fac, uint32_t* out) {
+  const uint32_t even = ((q << 1) & 0x0e0e0e0eu) | ((q << 4) & 0x80808080u);  // codes 0, 2, 4, 6
+  const uint32_t odd = ((q >> 3) & 0x0e0e0e0eu) | (q & 0x80808080u);          // codes 1, 3, 5, 7
+  const uint32_t h[4] = {__byte_perm(even, 0u, 0x1404), __byte_perm(even, 0u, 0x3424),
+                         __byte_perm(odd, 0u, 0x1404), __byte_perm(odd, 0u, 0x3424)};
+  const __half2 f = *reinterpret_cast<const __half2*>(&fac);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[i]), f);
+    out[i] = *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
 // Where the shared memory's 8-value group keeps value i (fp4_word_f16's pair order).
 __device__ __forceinline__ int fp4_slot(int i) { return (i & 1) ? 4 + i / 2 : i / 2; }
 
@@ -118,14 +141,17 @@ __device__ __forceinline__ float2 fp4_step_exact(uint4 w0, uint4 w1, uint4 w2, u
                                                  int t) {
   const uint4 w[4] = {w0, w1, w2, w3};
   float sum[2] = {0.0f, 0.0f};
+#pragma unroll
   for (int c = 0; c < 2; ++c) {
     const uint32_t ua = ((c ? sa.y : sa.x) >> (8 * t)) & 0xffu;
     const uint32_t ub = ((c ? sb.y : sb.x) >> (8 * t)) & 0xffu;
     // e2m1x8 gives the values times 2^-14.
     const float scale[2] = {ue8m0_to_float(static_cast<uint8_t>(ua)) * 0x1p14f,
                             ue8m0_to_float(static_cast<uint8_t>(ub)) * 0x1p14f};
+#pragma unroll
     for (int j = 0; j < 4; ++j) {
       const uint16_t* xg = xs + 128 * c + 32 * t + 8 * j;
+#pragma unroll
       for (int r = 0; r < 2; ++r) {
         const uint4& q = w[2 * r + c];
         float v[8];
@@ -200,7 +226,7 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
 // share one input scale; word j of a row gives two f16 mmas with the 32-value block scales in
 // the decoded weights, and each chunk's sums are scaled by its input scale. Two accumulator
 // chains (FP4: one a chunk) halve the mmas' dependent latency.
-template <DevFormat F, int S, bool kExperts>
+template <DevFormat F, int S, bool kExperts, int kIntWords>
 __global__ void __launch_bounds__(kThreads, 2)
     gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
   constexpr int kStages = 4;
@@ -286,14 +312,23 @@ __global__ void __launch_bounds__(kThreads, 2)
       acc[3] += (c[3] + c2[3]) * f1;
     } else {
       // Chunk c of the lane's rows: scale byte t of word c; each chunk's mmas one chain.
-      uint32_t fa[2], fb[2];
+      // Words j with bit j of kIntWords set decode on the integer pipe, the others through
+      // conversions, so that the two pipes share the work.
+      constexpr bool kCvt = kIntWords != 0xff, kInt = kIntWords != 0;
+      uint32_t fa[2], fb[2], ia[2], ib[2];
+      bool in_range = true;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
-        fa[c] = fp4_f16_fac(((c ? sa2.y : sa2.x) >> (8 * t)) & 0xffu);
-        fb[c] = fp4_f16_fac(((c ? sb2.y : sb2.x) >> (8 * t)) & 0xffu);
+        const uint32_t ua = ((c ? sa2.y : sa2.x) >> (8 * t)) & 0xffu;
+        const uint32_t ub = ((c ? sb2.y : sb2.x) >> (8 * t)) & 0xffu;
+        fa[c] = kCvt ? fp4_f16_fac(ua) : 1u;
+        fb[c] = kCvt ? fp4_f16_fac(ub) : 1u;
+        ia[c] = kInt ? fp4_f16_fac_int(ua) : 1u;
+        ib[c] = kInt ? fp4_f16_fac_int(ub) : 1u;
+        in_range = in_range && fa[c] != 0 && fb[c] != 0 && ia[c] != 0 && ib[c] != 0;
       }
       const int blocks = 2 * steps;  // the inputs' 128-value scales per row
-      if (__all_sync(0xffffffffu, fa[0] != 0 && fa[1] != 0 && fb[0] != 0 && fb[1] != 0)) {
+      if (__all_sync(0xffffffffu, in_range)) {
         const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + kb * 256 + t * 32);
         float c[2][4] = {};
 #pragma unroll
@@ -302,8 +337,13 @@ __global__ void __launch_bounds__(kThreads, 2)
           uint4 xq = make_uint4(0, 0, 0, 0);
           if (g < n) xq = xp[ch * 16 + j % 4];
           uint32_t da[4], db[4];
-          fp4_word_f16(wa[j], fa[ch], da);
-          fp4_word_f16(wb[j], fb[ch], db);
+          if ((kIntWords >> j) & 1) {
+            fp4_word_f16_int(wa[j], ia[ch], da);
+            fp4_word_f16_int(wb[j], ib[ch], db);
+          } else {
+            fp4_word_f16(wa[j], fa[ch], da);
+            fp4_word_f16(wb[j], fb[ch], db);
+          }
           const uint32_t a0[4] = {da[0], db[0], da[1], db[1]};
           const uint32_t a1[4] = {da[2], db[2], da[3], db[3]};
           mma_f16(c[ch], a0, xq.x, xq.y);
@@ -384,6 +424,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
 const bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
+int g_fp4_int_words = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_FP4_INT_WORDS");
+  return v ? std::atoi(v) : 0;
+}();
 int g_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
   const int s = v ? std::atoi(v) : 0;
@@ -406,31 +450,31 @@ int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step,
   return s;
 }
 
-template <DevFormat F, int S, bool kExperts>
+template <DevFormat F, int S, bool kExperts, int kIntWords>
 void launch_shape(Exec& e, const MmaLaunch& L, int tiles, size_t shared) {
   const dim3 grid(static_cast<unsigned>(tiles * S));
   if constexpr (S > 1) {
-    e.launch_cluster(gemv_mma_kernel<F, S, kExperts>, grid, dim3(kThreads), shared, dim3(S, 1, 1),
-                     L);
+    e.launch_cluster(gemv_mma_kernel<F, S, kExperts, kIntWords>, grid, dim3(kThreads), shared,
+                     dim3(S, 1, 1), L);
   } else {
-    e.launch(gemv_mma_kernel<F, S, kExperts>, grid, dim3(kThreads), shared, L);
+    e.launch(gemv_mma_kernel<F, S, kExperts, kIntWords>, grid, dim3(kThreads), shared, L);
   }
 }
 
-template <DevFormat F, bool kExperts>
+template <DevFormat F, bool kExperts, int kIntWords = 0>
 void launch_split(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shared) {
   switch (split) {
     case 1:
-      launch_shape<F, 1, kExperts>(e, L, tiles, shared);
+      launch_shape<F, 1, kExperts, kIntWords>(e, L, tiles, shared);
       break;
     case 2:
-      launch_shape<F, 2, kExperts>(e, L, tiles, shared);
+      launch_shape<F, 2, kExperts, kIntWords>(e, L, tiles, shared);
       break;
     case 4:
-      launch_shape<F, 4, kExperts>(e, L, tiles, shared);
+      launch_shape<F, 4, kExperts, kIntWords>(e, L, tiles, shared);
       break;
     default:
-      launch_shape<F, 8, kExperts>(e, L, tiles, shared);
+      launch_shape<F, 8, kExperts, kIntWords>(e, L, tiles, shared);
   }
 }
 
@@ -440,6 +484,8 @@ void set_gemv_mma_split(int split) {
   g_split = split == 1 || split == 2 || split == 4 || split == 8 ? split : 0;
 }
 int gemv_mma_split() { return g_split; }
+void set_fp4_int_words(int mask) { g_fp4_int_words = mask; }
+int fp4_int_words() { return g_fp4_int_words; }
 
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
   return g_on && n >= 1 && n <= kMaxRows && w.format == DevFormat::FP8 && w.block_out == 128 &&
@@ -495,13 +541,26 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   if (tiles == 0) return;
   const int step = p.format == DevFormat::FP8 ? 128 : 256;
   // FP4 spends more per byte than FP8 (its decode): ≥ 256 blocks (H200 kernel check, 6 experts:
-  // the routed sublayer 0.0555 ms at 192 blocks, 0.0526 at 384; FP8 slower split).
-  const int s = choose_split(tiles, 1, p.in, p.in, step, p.format == DevFormat::FP4 ? 256 : 128);
+  // the routed sublayer 0.0555 ms at 192 blocks, 0.0526 at 384; FP8 slower split), but each
+  // block keeps ≥ 8 K steps: w2 (2,048 values a row) unsplit, H200 0.0176 vs 0.0183 ms split 2,
+  // H100 0.0189 vs 0.0213.
+  int s = choose_split(tiles, 1, p.in, p.in, step, p.format == DevFormat::FP4 ? 256 : 128);
+  while (p.format == DevFormat::FP4 && gemv_mma_split() == 0 && s > 1 && p.in / s < 8 * step)
+    s /= 2;
   const size_t shared = input_bytes(1, p.in / s, 128);
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);
   } else {
-    launch_split<DevFormat::FP4, true>(e, L, tiles, s, shared);
+    switch (g_fp4_int_words) {
+      case 0xaa:
+        launch_split<DevFormat::FP4, true, 0xaa>(e, L, tiles, s, shared);
+        break;
+      case 0xff:
+        launch_split<DevFormat::FP4, true, 0xff>(e, L, tiles, s, shared);
+        break;
+      default:
+        launch_split<DevFormat::FP4, true, 0>(e, L, tiles, s, shared);
+    }
   }
 }
 
