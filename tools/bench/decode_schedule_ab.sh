@@ -2,7 +2,7 @@
 # Decode step variants against the default, interleaved in one run on the V4-Flash FP8/FP4 slice
 # at 4k context: each variant is a space-free list of VAR=value joined by commas ("-" = the
 # defaults), e.g. DEEPINFER_CUDA_ATTN_OVERLAP=0 (the kv norm / compressors / indexer after wq_b
-# instead of beside it) or DEEPINFER_CUDA_FP4_INT_WORDS=170 (the FP4 experts' decode half on the
+# instead of beside it) or DEEPINFER_CUDA_FP4_INT_DECODE=1 (the FP4 experts' decode half on the
 # integer pipe). With TRACE_LIB (bench/cuda_kernel_trace.cpp's library) also the kernel trace of
 # batch 1 under the last variant (OUT_DIR/trace_schedule.md). Appends to
 # OUT_DIR/decode_schedule.txt.
@@ -12,7 +12,7 @@ bin=$1 out=$2 layers=${3:-4} batches=${4:-"1 4"}
 shift $(($# < 4 ? $# : 4))
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(- DEEPINFER_CUDA_ATTN_OVERLAP=0
-  DEEPINFER_CUDA_FP4_INT_WORDS=170 DEEPINFER_CUDA_FP4_INT_WORDS=255)
+  DEEPINFER_CUDA_FP4_INT_DECODE=1 DEEPINFER_CUDA_FP4_INT_DECODE=2)
 root=/tmp/deepinfer-slices
 shm_free=$(df --output=avail -B1G /dev/shm 2> /dev/null | tail -1 | tr -d ' ')
 if [ "${shm_free:-0}" -gt 30 ]; then root=/dev/shm/deepinfer-slices; fi

@@ -226,7 +226,7 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
 // share one input scale; word j of a row gives two f16 mmas with the 32-value block scales in
 // the decoded weights, and each chunk's sums are scaled by its input scale. Two accumulator
 // chains (FP4: one a chunk) halve the mmas' dependent latency.
-template <DevFormat F, int S, bool kExperts, int kIntWords>
+template <DevFormat F, int S, bool kExperts, int kIntDecode>
 __global__ void __launch_bounds__(kThreads, 2)
     gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
   constexpr int kStages = 4;
@@ -312,20 +312,18 @@ __global__ void __launch_bounds__(kThreads, 2)
       acc[3] += (c[3] + c2[3]) * f1;
     } else {
       // Chunk c of the lane's rows: scale byte t of word c; each chunk's mmas one chain.
-      // Words j with bit j of kIntWords set decode on the integer pipe, the others through
-      // conversions, so that the two pipes share the work.
-      constexpr bool kCvt = kIntWords != 0xff, kInt = kIntWords != 0;
-      uint32_t fa[2], fb[2], ia[2], ib[2];
+      // kIntDecode 1: row b's words decode on the integer pipe, row a's through conversions, so
+      // that the two pipes share the work; 2: both rows on the integer pipe.
+      constexpr bool kIntB = kIntDecode >= 1, kIntA = kIntDecode == 2;
+      uint32_t fa[2], fb[2];
       bool in_range = true;
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const uint32_t ua = ((c ? sa2.y : sa2.x) >> (8 * t)) & 0xffu;
         const uint32_t ub = ((c ? sb2.y : sb2.x) >> (8 * t)) & 0xffu;
-        fa[c] = kCvt ? fp4_f16_fac(ua) : 1u;
-        fb[c] = kCvt ? fp4_f16_fac(ub) : 1u;
-        ia[c] = kInt ? fp4_f16_fac_int(ua) : 1u;
-        ib[c] = kInt ? fp4_f16_fac_int(ub) : 1u;
-        in_range = in_range && fa[c] != 0 && fb[c] != 0 && ia[c] != 0 && ib[c] != 0;
+        fa[c] = kIntA ? fp4_f16_fac_int(ua) : fp4_f16_fac(ua);
+        fb[c] = kIntB ? fp4_f16_fac_int(ub) : fp4_f16_fac(ub);
+        in_range = in_range && fa[c] != 0 && fb[c] != 0;
       }
       const int blocks = 2 * steps;  // the inputs' 128-value scales per row
       if (__all_sync(0xffffffffu, in_range)) {
@@ -337,11 +335,14 @@ __global__ void __launch_bounds__(kThreads, 2)
           uint4 xq = make_uint4(0, 0, 0, 0);
           if (g < n) xq = xp[ch * 16 + j % 4];
           uint32_t da[4], db[4];
-          if ((kIntWords >> j) & 1) {
-            fp4_word_f16_int(wa[j], ia[ch], da);
-            fp4_word_f16_int(wb[j], ib[ch], db);
+          if constexpr (kIntA) {
+            fp4_word_f16_int(wa[j], fa[ch], da);
           } else {
             fp4_word_f16(wa[j], fa[ch], da);
+          }
+          if constexpr (kIntB) {
+            fp4_word_f16_int(wb[j], fb[ch], db);
+          } else {
             fp4_word_f16(wb[j], fb[ch], db);
           }
           const uint32_t a0[4] = {da[0], db[0], da[1], db[1]};
@@ -424,9 +425,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
 const bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
-int g_fp4_int_words = [] {
-  const char* v = std::getenv("DEEPINFER_CUDA_FP4_INT_WORDS");
-  return v ? std::atoi(v) : 0;
+int g_fp4_int_decode = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_FP4_INT_DECODE");
+  const int d = v ? std::atoi(v) : 0;
+  return d == 1 || d == 2 ? d : 0;
 }();
 int g_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
@@ -450,31 +452,31 @@ int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step,
   return s;
 }
 
-template <DevFormat F, int S, bool kExperts, int kIntWords>
+template <DevFormat F, int S, bool kExperts, int kIntDecode>
 void launch_shape(Exec& e, const MmaLaunch& L, int tiles, size_t shared) {
   const dim3 grid(static_cast<unsigned>(tiles * S));
   if constexpr (S > 1) {
-    e.launch_cluster(gemv_mma_kernel<F, S, kExperts, kIntWords>, grid, dim3(kThreads), shared,
+    e.launch_cluster(gemv_mma_kernel<F, S, kExperts, kIntDecode>, grid, dim3(kThreads), shared,
                      dim3(S, 1, 1), L);
   } else {
-    e.launch(gemv_mma_kernel<F, S, kExperts, kIntWords>, grid, dim3(kThreads), shared, L);
+    e.launch(gemv_mma_kernel<F, S, kExperts, kIntDecode>, grid, dim3(kThreads), shared, L);
   }
 }
 
-template <DevFormat F, bool kExperts, int kIntWords = 0>
+template <DevFormat F, bool kExperts, int kIntDecode = 0>
 void launch_split(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shared) {
   switch (split) {
     case 1:
-      launch_shape<F, 1, kExperts, kIntWords>(e, L, tiles, shared);
+      launch_shape<F, 1, kExperts, kIntDecode>(e, L, tiles, shared);
       break;
     case 2:
-      launch_shape<F, 2, kExperts, kIntWords>(e, L, tiles, shared);
+      launch_shape<F, 2, kExperts, kIntDecode>(e, L, tiles, shared);
       break;
     case 4:
-      launch_shape<F, 4, kExperts, kIntWords>(e, L, tiles, shared);
+      launch_shape<F, 4, kExperts, kIntDecode>(e, L, tiles, shared);
       break;
     default:
-      launch_shape<F, 8, kExperts, kIntWords>(e, L, tiles, shared);
+      launch_shape<F, 8, kExperts, kIntDecode>(e, L, tiles, shared);
   }
 }
 
@@ -484,8 +486,8 @@ void set_gemv_mma_split(int split) {
   g_split = split == 1 || split == 2 || split == 4 || split == 8 ? split : 0;
 }
 int gemv_mma_split() { return g_split; }
-void set_fp4_int_words(int mask) { g_fp4_int_words = mask; }
-int fp4_int_words() { return g_fp4_int_words; }
+void set_fp4_int_decode(int rows) { g_fp4_int_decode = rows == 1 || rows == 2 ? rows : 0; }
+int fp4_int_decode() { return g_fp4_int_decode; }
 
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
   return g_on && n >= 1 && n <= kMaxRows && w.format == DevFormat::FP8 && w.block_out == 128 &&
@@ -551,12 +553,12 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);
   } else {
-    switch (g_fp4_int_words) {
-      case 0xaa:
-        launch_split<DevFormat::FP4, true, 0xaa>(e, L, tiles, s, shared);
+    switch (g_fp4_int_decode) {
+      case 1:
+        launch_split<DevFormat::FP4, true, 1>(e, L, tiles, s, shared);
         break;
-      case 0xff:
-        launch_split<DevFormat::FP4, true, 0xff>(e, L, tiles, s, shared);
+      case 2:
+        launch_split<DevFormat::FP4, true, 2>(e, L, tiles, s, shared);
         break;
       default:
         launch_split<DevFormat::FP4, true, 0>(e, L, tiles, s, shared);

@@ -28,10 +28,11 @@ struct MmaGemvJob {
 // DEEPINFER_CUDA_GEMV_MMA_SPLIT sets it from the environment.
 void set_gemv_mma_split(int split);
 int gemv_mma_split();
-// Which of a lane's 8 FP4 words per row and step decode on the integer pipe instead of through
-// conversions (bit j: word j; 0, 0xaa or 0xff; DEEPINFER_CUDA_FP4_INT_WORDS, default 0).
-void set_fp4_int_words(int mask);
-int fp4_int_words();
+// How the one-token FP4 experts decode their codes: 0 through conversions, 1 a lane's second row
+// on the integer pipe (the pipes share the work), 2 both rows there (DEEPINFER_CUDA_FP4_INT_DECODE,
+// default 0). The same bits every way.
+void set_fp4_int_decode(int rows);
+int fp4_int_decode();
 
 // Whether w at n rows of x (row stride ldx) runs here: FP8 with 128 × 128 block scales, rows in
 // whole 128-row scale blocks from a 128-aligned first row, K a multiple of 1,024, 16-byte aligned

@@ -296,7 +296,7 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   }
   set_gemv_mma_split(split0);
   if (f == DevFormat::FP4) {
-    // The decode on the integer pipe for every other word and for all: the conversions' bits.
+    // The decode on the integer pipe for one row a lane and for both: the conversions' bits.
     const auto w13 = [&](int at) {
       experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + at * K, K, K,
                   x.ptr, d, false, inter);
@@ -305,27 +305,27 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
       experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + at * K, K, K,
                   xq.ptr, inter, true, d);
     };
-    const int words0 = fp4_int_words();
-    set_fp4_int_words(0);
+    const int decode0 = fp4_int_decode();
+    set_fp4_int_decode(0);
     w13(0);
     w2only(0);
     const std::vector<float> want1 = host(h1), want3 = host(h3), want2 = host(y);
-    for (const int words : {0xaa, 0xff}) {
-      set_fp4_int_words(words);
+    for (const int rows : {1, 2}) {
+      set_fp4_int_decode(rows);
       w13(0);
       w2only(0);
       const bool same = host(h1) == want1 && host(h3) == want3 && host(y) == want2;
       char what[120];
-      std::snprintf(what, sizeof what, "integer decode of words 0x%02x: the conversions' bits",
-                    words);
+      std::snprintf(what, sizeof what, "integer decode of %d row(s) a lane: the conversions' bits",
+                    rows);
       line(what, same ? 0.0 : 1.0, 0.5);
-      std::snprintf(what, sizeof what, "w1 + w3 launch alone (split auto, integer words 0x%02x)",
-                    words);
+      std::snprintf(what, sizeof what, "w1 + w3 launch alone (split auto, integer decode %d)",
+                    rows);
       timed_line(what, b13, [&] { w13(set); });
-      std::snprintf(what, sizeof what, "w2 launch alone (split auto, integer words 0x%02x)", words);
+      std::snprintf(what, sizeof what, "w2 launch alone (split auto, integer decode %d)", rows);
       timed_line(what, b2, [&] { w2only(set); });
     }
-    set_fp4_int_words(words0);
+    set_fp4_int_decode(decode0);
   }
   DeviceArray<uint32_t> sink;
   sink.allocate(e, 1);
