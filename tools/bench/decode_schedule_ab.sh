@@ -5,7 +5,7 @@
 # instead of beside it) or DEEPINFER_CUDA_FP4_INT_DECODE=1 (the FP4 experts' decode half on the
 # integer pipe). With TRACE_LIB (bench/cuda_kernel_trace.cpp's library) also the kernel trace of
 # batch 1 under the last variant (OUT_DIR/trace_schedule.md). Appends to
-# OUT_DIR/decode_schedule.txt.
+# OUT_DIR/decode_schedule.txt; RUNS=n interleaved runs (3).
 #   tools/bench/decode_schedule_ab.sh BIN_DIR OUT_DIR [LAYERS] [BATCHES] [VARIANTS...]
 set -uo pipefail
 bin=$1 out=$2 layers=${3:-4} batches=${4:-"1 4"}
@@ -30,7 +30,7 @@ step() {  # BATCH VARIANT: the bench's decode row
     --prefill none --decode-batch "$1" --context 4096 --warmup 3 --steps 30 2>&1 | grep '| decode |'
 }
 for b in $batches; do
-  for run in 1 2 3; do
+  for run in $(seq "${RUNS:-3}"); do
     for v in "${variants[@]}"; do
       echo "batch $b [$v] run $run: $(step "$b" "$v")" >> "$out/decode_schedule.txt"
     done
