@@ -10,8 +10,7 @@ namespace deepinfer::cuda {
 namespace {
 
 constexpr int kSelThreads = 512;
-constexpr int kSelMaxK = 2048;    // the sort buffer (16 KB of shared memory)
-constexpr int kSelCached = 4096;  // rows up to this many entries keep their keys in shared memory
+constexpr int kSelMaxK = 2048;  // the sort buffer (16 KB of shared memory)
 
 __global__ void __launch_bounds__(kSelThreads)
     topk_select_kernel(const Rows rw, const TopkArgs ta, int32_t* __restrict__ sel,
@@ -29,17 +28,8 @@ __global__ void __launch_bounds__(kSelThreads)
     for (int i = k + tid; i < ta.topk; i += kSelThreads) out[i] = -1;
   if (k == 0) return;
   const float* s = ta.scores + r * ta.stride;
-  if (vis <= kSelCached) {
-    // The row's keys read once (every load in flight) for the select's five passes over them.
-    __shared__ uint32_t keys[kSelCached];
-    for (int64_t j = tid; j < vis; j += kSelThreads) keys[j] = order_key(s[j]);
-    __syncthreads();
-    block_select<kSelThreads>(
-        vis, k, ta.by_id, [](int64_t j) { return keys[j]; }, sh, picked);
-  } else {
-    block_select<kSelThreads>(
-        vis, k, ta.by_id, [s](int64_t j) { return order_key(s[j]); }, sh, picked);
-  }
+  block_select<kSelThreads>(
+      vis, k, ta.by_id, [s](int64_t j) { return order_key(s[j]); }, sh, picked);
   for (int i = tid; i < k; i += kSelThreads) out[i] = static_cast<int32_t>(picked[i] & 0xffffffffu);
 }
 
