@@ -132,10 +132,11 @@ __device__ __forceinline__ void fp4_word_f16_int(uint32_t q, uint32_t fac, uint3
 // Where the shared memory's 8-value group keeps value i (fp4_word_f16's pair order).
 __device__ __forceinline__ int fp4_slot(int i) { return (i & 1) ? 4 + i / 2 : i / 2; }
 
-// One K step of an FP4 tile at one input row in fp32, for block scales outside fp4_f16_fac's
-// range: the lane's 64 values of rows a and b (w[0], w[1]: its chunks of row a; w[2], w[3]: row b)
-// against input row 0 (xs: the step's 256 values, xinv: their two 128-value scales), summed over
-// the row's 4 lanes. Rare: real checkpoints' scales sit near 2^−7.
+// One K step of an FP4 tile at one input row in fp32, for block scales outside the f16 decodes'
+// range (fp4_f16_fac's, fp4_f16_fac_int's): the lane's 64 values of rows a and b (w[0], w[1]: its
+// chunks of row a; w[2], w[3]: row b) against input row 0 (xs: the step's 256 values, xinv: their
+// two 128-value scales), summed over the row's 4 lanes. Rare: real checkpoints' scales sit near
+// 2^−7.
 __device__ __forceinline__ float2 fp4_step_exact(uint4 w0, uint4 w1, uint4 w2, uint4 w3, uint2 sa,
                                                  uint2 sb, const uint16_t* xs, const float* xinv,
                                                  int t) {
@@ -438,17 +439,19 @@ int g_split = [] {
 
 // K slices: the fewest that give the launch ≥ min_blocks (128: H200 kernel check: wq_b best at 256
 // tiles unsplit, wo_b / the shared expert / wo_a at 128 blocks, each split further slower), no
-// more than the shortest row allows (each block ≥ one K step) and no fewer than the inputs' copy
-// in shared memory needs.
+// more than the shortest row allows (each block ≥ min_steps K steps when chosen here, ≥ one when
+// forced) and no fewer than the inputs' copy in shared memory needs.
 int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step,
-                 int min_blocks = 128) {
+                 int min_blocks = 128, int min_steps = 1) {
   int s = g_split;
   if (s == 0) {
     s = 1;
     while (s < 8 && tiles * s < min_blocks) s *= 2;
+  } else {
+    min_steps = 1;
   }
   while (s < 8 && static_cast<size_t>(n * max_in / s) * 2 > kMaxInputBytes) s *= 2;
-  while (s > 1 && min_in / s < step) s /= 2;
+  while (s > 1 && min_in / s < int64_t{step} * min_steps) s /= 2;
   return s;
 }
 
@@ -546,9 +549,8 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   // the routed sublayer 0.0555 ms at 192 blocks, 0.0526 at 384; FP8 slower split), but each
   // block keeps ≥ 8 K steps: w2 (2,048 values a row) unsplit, H200 0.0176 vs 0.0183 ms split 2,
   // H100 0.0189 vs 0.0213.
-  int s = choose_split(tiles, 1, p.in, p.in, step, p.format == DevFormat::FP4 ? 256 : 128);
-  while (p.format == DevFormat::FP4 && gemv_mma_split() == 0 && s > 1 && p.in / s < 8 * step)
-    s /= 2;
+  const bool fp4 = p.format == DevFormat::FP4;
+  const int s = choose_split(tiles, 1, p.in, p.in, step, fp4 ? 256 : 128, fp4 ? 8 : 1);
   const size_t shared = input_bytes(1, p.in / s, 128);
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);

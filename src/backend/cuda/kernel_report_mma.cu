@@ -282,29 +282,24 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
                   gbs / 48.0);
     line(buf, 0.0, 1e-2);
   };
+  // The w1 + w3 launch and the w2 launch of index set `at`.
+  const auto w13 = [&](int at) {
+    experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + at * K, K, K,
+                x.ptr, d, false, inter);
+  };
+  const auto w2only = [&](int at) {
+    experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + at * K, K, K,
+                xq.ptr, inter, true, d);
+  };
   for (const int split : {0, 1}) {
     set_gemv_mma_split(split);
     const std::string how = split == 0 ? " (split auto)" : " (split 1)";
-    timed_line(("w1 + w3 launch alone" + how).c_str(), b13, [&] {
-      experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + set * K, K, K,
-                  x.ptr, d, false, inter);
-    });
-    timed_line(("w2 launch alone" + how).c_str(), b2, [&] {
-      experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + set * K, K, K,
-                  xq.ptr, inter, true, d);
-    });
+    timed_line(("w1 + w3 launch alone" + how).c_str(), b13, [&] { w13(set); });
+    timed_line(("w2 launch alone" + how).c_str(), b2, [&] { w2only(set); });
   }
   set_gemv_mma_split(split0);
   if (f == DevFormat::FP4) {
     // The decode on the integer pipe for one row a lane and for both: the conversions' bits.
-    const auto w13 = [&](int at) {
-      experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + at * K, K, K,
-                  x.ptr, d, false, inter);
-    };
-    const auto w2only = [&](int at) {
-      experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + at * K, K, K,
-                  xq.ptr, inter, true, d);
-    };
     const int decode0 = fp4_int_decode();
     set_fp4_int_decode(0);
     w13(0);
