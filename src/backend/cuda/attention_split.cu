@@ -30,16 +30,6 @@ int g_split_mode = [] {
   return std::strcmp(env, "0") == 0 ? 0 : 1;
 }();
 
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 132;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 132;
-    return v > 0 ? v : 132;
-  }();
-  return n;
-}
-
 __device__ float block_reduce(float v, float* red, bool take_max) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) {

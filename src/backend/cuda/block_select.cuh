@@ -25,12 +25,74 @@ struct BlockSelectShared {
   uint32_t prefix, need, greater;
 };
 
+// Sorts v[0, m) ascending (m a power of two, entries distinct bar equal padding) by a bitonic
+// network. Up to m = 2 · kThreads each thread holds entries 2t and 2t + 1 for the strides ≤ 32 of a
+// size (warp shuffles, one barrier per size) and only the larger strides go through shared memory
+// (a barrier each): 10 barriers for m = 512 instead of 45; !shuffles: every stride through shared
+// memory. Every thread of the block must call it.
+template <int kThreads>
+__device__ void block_bitonic_sort(unsigned long long* v, int m, bool shuffles) {
+  const int tid = threadIdx.x;
+  const auto exchange = [v](int lo, int hi, bool ascending) {
+    const unsigned long long a = v[lo], b = v[hi];
+    if ((a > b) == ascending) {
+      v[lo] = b;
+      v[hi] = a;
+    }
+  };
+  if (!shuffles || m > 2 * kThreads) {
+    for (int size = 2; size <= m; size <<= 1) {
+      for (int stride = size / 2; stride > 0; stride >>= 1) {
+        for (int i = tid; i < m / 2; i += kThreads) {
+          const int lo = 2 * stride * (i / stride) + i % stride;
+          exchange(lo, lo + stride, (lo & size) == 0);
+        }
+        __syncthreads();
+      }
+    }
+    return;
+  }
+  const bool holds = 2 * tid < m;
+  const bool in_pairs = tid < m / 2;
+  for (int size = 2; size <= m; size <<= 1) {
+    int stride = size / 2;
+    for (; stride >= 64; stride >>= 1) {
+      if (in_pairs) {
+        const int lo = 2 * stride * (tid / stride) + tid % stride;
+        exchange(lo, lo + stride, (lo & size) == 0);
+      }
+      __syncthreads();
+    }
+    unsigned long long a = holds ? v[2 * tid] : 0ull, b = holds ? v[2 * tid + 1] : 0ull;
+    const bool ascending = ((2 * tid) & size) == 0;  // both entries' run
+    for (; stride >= 2; stride >>= 1) {
+      const int x = stride / 2;  // the partner thread is tid ^ x, in the same warp
+      const unsigned long long pa = __shfl_xor_sync(0xffffffffu, a, x);
+      const unsigned long long pb = __shfl_xor_sync(0xffffffffu, b, x);
+      const bool keep_min = ((tid & x) == 0) == ascending;
+      a = keep_min ? (pa < a ? pa : a) : (pa > a ? pa : a);
+      b = keep_min ? (pb < b ? pb : b) : (pb > b ? pb : b);
+    }
+    if ((a > b) == ascending) {
+      const unsigned long long t = a;
+      a = b;
+      b = t;
+    }
+    if (holds) {
+      v[2 * tid] = a;
+      v[2 * tid + 1] = b;
+    }
+    __syncthreads();
+  }
+}
+
 // The top k (1 ≤ k ≤ n) of entries 0 … n−1 with keys key_of(j), into picked[0, k): sorted by
 // (key descending, id ascending) as (~key << 32 | id), or by_id as id. Every thread of the block
-// must call it (it synchronises).
+// must call it (it synchronises). shuffle_sort: block_bitonic_sort's shuffles.
 template <int kThreads, class KeyOf>
 __device__ void block_select(int64_t n, int k, bool by_id, KeyOf key_of,
-                             BlockSelectShared<kThreads>& sh, unsigned long long* picked) {
+                             BlockSelectShared<kThreads>& sh, unsigned long long* picked,
+                             bool shuffle_sort = true) {
   constexpr int kWarps = kThreads / 32;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   // threshold: the k-th largest key; need: how many entries equal to it the selection takes.
@@ -108,25 +170,12 @@ __device__ void block_select(int64_t n, int k, bool by_id, KeyOf key_of,
     eq_before += tile_eq;
     __syncthreads();  // warp_eq is rewritten by the next tile
   }
-  // Bitonic sort of the k picked entries, padded to a power of two with the largest value.
+  // Sorted, padded to a power of two with the largest value.
   int m = 1;
   while (m < k) m <<= 1;
   for (int i = k + tid; i < m; i += kThreads) picked[i] = ~0ull;
   __syncthreads();
-  for (int size = 2; size <= m; size <<= 1) {
-    for (int stride = size / 2; stride > 0; stride >>= 1) {
-      for (int i = tid; i < m / 2; i += kThreads) {
-        const int lo = 2 * stride * (i / stride) + i % stride, hi = lo + stride;
-        const bool ascending = (lo & size) == 0;
-        const unsigned long long a = picked[lo], b = picked[hi];
-        if ((a > b) == ascending) {
-          picked[lo] = b;
-          picked[hi] = a;
-        }
-      }
-      __syncthreads();
-    }
-  }
+  block_bitonic_sort<kThreads>(picked, m, shuffle_sort);
 }
 
 }  // namespace deepinfer::cuda

@@ -13,6 +13,16 @@ bool pdl_enabled() {
   return on;
 }
 
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 132;
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 132;
+    return v > 0 ? v : 132;
+  }();
+  return n;
+}
+
 void* Exec::alloc(size_t bytes) {
   if (emulate) return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   void* p = nullptr;

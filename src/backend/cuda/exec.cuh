@@ -39,6 +39,9 @@ bool env_switch(const char* name, bool fallback);
 // batch 256, bench/results/cuda.md).
 bool pdl_enabled();
 
+// The current device's SM count, asked once (132 where it cannot be asked).
+int sm_count();
+
 template <class F>
 __global__ void for_each_kernel(int64_t n, F f) {
   pdl_begin();

@@ -1,29 +1,19 @@
 #include <cooperative_groups.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/gemv_mma.cuh"
-#include "backend/cuda/row_reduce.cuh"
+#include "backend/cuda/gemv_mma_step.cuh"
 
 namespace deepinfer::cuda {
 namespace {
 
 namespace cg = cooperative_groups;
 
-// A block: 8 warps, each a 16-row mma tile, so 128 rows (one FP8 scale row). Along K it takes a
-// slice of 1/S of the row, S blocks of a cluster sharing the rows; rank s sums 1/S of them over
-// the cluster's slices in rank order through distributed shared memory. Each warp keeps 3 K steps
-// of 2 KB in flight in registers; two blocks fit an SM (H200 kernel check: one block of twice
-// the depth per SM, and rings of 4 or 8 steps in shared memory filled by cp.async, streamed
-// slower).
-constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileRows = 16 * kWarps;
-constexpr int kMaxRows = 8;                   // the mma's 8 columns
+using namespace mma;
+
 constexpr size_t kMaxInputBytes = 32 * 1024;  // the inputs' 16-bit copy in shared memory
 
 struct LaunchJob {
@@ -35,198 +25,16 @@ struct LaunchJob {
   bool round_out;
 };
 
-// Routed experts at one token: job p · slots + s is product p of slot s, its weights
-// experts[p][idx[s]], its input row x + (s or s / per_token) · ldx, its output y[p] + s · ldy.
-struct ExpertJobs {
-  const DevWeight* experts[2];
-  float* y[2];
-  const int32_t* idx;
-  const float* x;
-  int64_t ldx, ldy;
-  int slots, per_token, tiles;  // tiles: per job
-  bool x_per_slot;
-};
-
 struct MmaLaunch {
   LaunchJob job[kMaxGemvJobs];
   int first[kMaxGemvJobs + 1];  // job j's first tile (a cluster each)
   int count, n;
+  bool full_sectors;  // FP8: each load instruction of a quad covers whole 32-byte sectors
   ExpertJobs ex;
 };
 
-// Two e4m3 codes (the low 16 bits) as an fp16 pair, the lower code in the lower half (exact).
-__device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t codes) {
-  const __half2_raw h =
-      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(codes & 0xffffu), __NV_E4M3);
-  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
-}
-
-__device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Read once per step: not kept in L1; the next 128 bytes of the row fetched into L2 with it.
-__device__ __forceinline__ uint4 load_weights(const uint8_t* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Shared memory of the inputs' 16-bit copy and their scales.
-constexpr size_t input_bytes(int64_t n, int64_t slice, int step) {
-  return static_cast<size_t>(n * slice) * 2 + static_cast<size_t>(n * (slice / step)) * 4;
-}
-
-// The f16 pair 2^(u − 121): the block scale 2^(u − 127) over e2m1x8_e4m3's 2^−6, for u in
-// [104, 136], where every e2m1 value times the scale is exact in f16 (2^−24 … 6 · 2^9); 0 outside
-// (the step then takes fp4_step_exact).
-__device__ __forceinline__ uint32_t fp4_f16_fac(uint32_t u) {
-  const uint32_t h = u >= 107 ? (u - 106) << 10 : 1u << ((u - 97) & 31);  // f16 subnormals below
-  return u >= 104 && u <= 136 ? h * 0x00010001u : 0u;
-}
-
-// The e2m1 codes of a word (codes 0 … 7) as 4 f16 pairs times the block scale, exactly: e4m3 codes
-// by bit placement, one conversion a pair, one f16 multiply. Pairs (0, 2), (4, 6), (1, 3), (5, 7).
-__device__ __forceinline__ void fp4_word_f16(uint32_t q, uint32_t fac, uint32_t* out) {
-  uint32_t even, odd;
-  e2m1x8_e4m3(q, even, odd);
-  const uint32_t codes[4] = {even, even >> 16, odd, odd >> 16};
-  const __half2 f = *reinterpret_cast<const __half2*>(&fac);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t h = fp8x2_to_half2(codes[i]);
-    const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h), f);
-    out[i] = *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
-
-// 2^(u − 113) as an f16 pair: the block scale over fp4_word_f16_int's 2^−14, for u in [104, 128]
-// (the products exact as above, the factor itself an f16); 0 outside.
-__device__ __forceinline__ uint32_t fp4_f16_fac_int(uint32_t u) {
-  return u >= 104 && u <= 128 ? ((u - 98) << 10) * 0x00010001u : 0u;
-}
-
-// fp4_word_f16 without conversion instructions (they issue at a quarter of the integer rate): a
-// byte with the sign at bit 7 and e1 e0 m at bits 3..1, as an f16's high byte, is the e2m1 value
-// times 2^−14 (e = 0 on the f16 subnormals); byte permutes spread the bytes, one f16 multiply by
-// fac = fp4_f16_fac_int applies the scale. Same pair order as fp4_word_f16.
-__device__ __forceinline__ void fp4_word_f16_int(uint32_t q, uint32_t fac, uint32_t* out) {
-  const uint32_t even = ((q << 1) & 0x0e0e0e0eu) | ((q << 4) & 0x80808080u);  // codes 0, 2, 4, 6
-  const uint32_t odd = ((q >> 3) & 0x0e0e0e0eu) | (q & 0x80808080u);          // codes 1, 3, 5, 7
-  const uint32_t h[4] = {__byte_perm(even, 0u, 0x1404), __byte_perm(even, 0u, 0x3424),
-                         __byte_perm(odd, 0u, 0x1404), __byte_perm(odd, 0u, 0x3424)};
-  const __half2 f = *reinterpret_cast<const __half2*>(&fac);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&h[i]), f);
-    out[i] = *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
-
-// Where the shared memory's 8-value group keeps value i (fp4_word_f16's pair order).
-__device__ __forceinline__ int fp4_slot(int i) { return (i & 1) ? 4 + i / 2 : i / 2; }
-
-// One K step of an FP4 tile at one input row in fp32, for block scales outside the f16 decodes'
-// range (fp4_f16_fac's, fp4_f16_fac_int's): the lane's 64 values of rows a and b (w[0], w[1]: its
-// chunks of row a; w[2], w[3]: row b) against input row 0 (xs: the step's 256 values, xinv: their
-// two 128-value scales), summed over the row's 4 lanes. Rare: real checkpoints' scales sit near
-// 2^−7.
-__device__ __forceinline__ float2 fp4_step_exact(uint4 w0, uint4 w1, uint4 w2, uint4 w3, uint2 sa,
-                                                 uint2 sb, const uint16_t* xs, const float* xinv,
-                                                 int t) {
-  const uint4 w[4] = {w0, w1, w2, w3};
-  float sum[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int c = 0; c < 2; ++c) {
-    const uint32_t ua = ((c ? sa.y : sa.x) >> (8 * t)) & 0xffu;
-    const uint32_t ub = ((c ? sb.y : sb.x) >> (8 * t)) & 0xffu;
-    // e2m1x8 gives the values times 2^-14.
-    const float scale[2] = {ue8m0_to_float(static_cast<uint8_t>(ua)) * 0x1p14f,
-                            ue8m0_to_float(static_cast<uint8_t>(ub)) * 0x1p14f};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint16_t* xg = xs + 128 * c + 32 * t + 8 * j;
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const uint4& q = w[2 * r + c];
-        float v[8];
-        e2m1x8(j == 0 ? q.x : j == 1 ? q.y : j == 2 ? q.z : q.w, v);
-        for (int i = 0; i < 8; ++i)
-          sum[r] += v[i] * scale[r] * (__half2float(__ushort_as_half(xg[fp4_slot(i)])) * xinv[c]);
-      }
-    }
-  }
-  for (int off = 1; off < 4; off <<= 1) {
-    sum[0] += __shfl_xor_sync(0xffffffffu, sum[0], off);
-    sum[1] += __shfl_xor_sync(0xffffffffu, sum[1], off);
-  }
-  return make_float2(sum[0], sum[1]);
-}
-
-// The block's input rows over its K slice in shared memory: fp16, each 128 values times a power of
-// two that puts their largest in [2^14, 2^15) (exact for FP8-quantized and bf16 values), and the
-// inverse of that power per (row, 128 values). FP4: each 8 in fp4_slot's order.
-template <DevFormat F>
-__device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n, int64_t k0,
-                                             int slice, uint16_t* xh, float* xinv) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if constexpr (F == DevFormat::FP8) {
-    const int steps = slice >> 7;
-    for (int b = warp; b < n * steps; b += kWarps) {
-      const int r = b / steps, kb = b % steps;
-      const float4 v = *reinterpret_cast<const float4*>(x + r * ldx + k0 + kb * 128 + lane * 4);
-      const float amax =
-          warp_max(fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
-      const int e = max(static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu), 15);
-      const float p = __uint_as_float(static_cast<uint32_t>(268 - e) << 23);  // 2^(141 - e)
-      const __half2 lo = __floats2half2_rn(v.x * p, v.y * p);
-      const __half2 hi = __floats2half2_rn(v.z * p, v.w * p);
-      uint2 packed;
-      packed.x = *reinterpret_cast<const uint32_t*>(&lo);
-      packed.y = *reinterpret_cast<const uint32_t*>(&hi);
-      *reinterpret_cast<uint2*>(xh + r * slice + kb * 128 + lane * 4) = packed;
-      if (lane == 0) xinv[r * steps + kb] = __uint_as_float(static_cast<uint32_t>(e - 14) << 23);
-    }
-  } else {
-    const int passes = slice >> 8;  // a warp's pass: 256 values, a half-warp's 128 one scale
-    for (int b = warp; b < n * passes; b += kWarps) {
-      const int r = b / passes, kb = b % passes;
-      const float4* p = reinterpret_cast<const float4*>(x + r * ldx + k0 + kb * 256 + lane * 8);
-      const float4 a = p[0], c = p[1];
-      float amax = fmaxf(fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))),
-                         fmaxf(fmaxf(fabsf(c.x), fabsf(c.y)), fmaxf(fabsf(c.z), fabsf(c.w))));
-#pragma unroll
-      for (int off = 8; off > 0; off >>= 1)
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-      const int e = max(static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu), 15);
-      const float q = __uint_as_float(static_cast<uint32_t>(268 - e) << 23);  // 2^(141 - e)
-      const __half2 h[4] = {
-          __floats2half2_rn(a.x * q, a.z * q), __floats2half2_rn(c.x * q, c.z * q),
-          __floats2half2_rn(a.y * q, a.w * q), __floats2half2_rn(c.y * q, c.w * q)};
-      *reinterpret_cast<uint4*>(xh + r * slice + kb * 256 + lane * 8) =
-          *reinterpret_cast<const uint4*>(h);
-      if ((lane & 15) == 0)
-        xinv[r * (slice >> 7) + kb * 2 + (lane >> 4)] =
-            __uint_as_float(static_cast<uint32_t>(e - 14) << 23);
-    }
-  }
-}
-
-// Lane (g, t) of a warp holds 32 bytes of its tile's rows g and g + 8 in each K step (128 values
-// FP8, 256 FP4); the mma's k order is free as long as both operands share it. FP8: bytes
-// [32t, 32t + 32); the j-th of a step's 8 mmas takes the lane's word j of both rows (codes
-// 4j … 4j + 3) against the same four inputs of batch row g (the mma's column), and the step's sums
-// are scaled by the weight's and the inputs' block scales. FP4 (H200: the bf16 decode this
-// replaced spent 2.5x the bytes' streaming time): two 16-byte chunks, so an mma's 16 values
-// share one input scale; word j of a row gives two f16 mmas with the 32-value block scales in
-// the decoded weights, and each chunk's sums are scaled by its input scale. Two accumulator
-// chains (FP4: one a chunk) halve the mmas' dependent latency.
+// A block's tile over its K slice (mma_step's layout), the slices of a cluster summed in rank
+// order.
 template <DevFormat F, int S, bool kExperts, int kIntDecode>
 __global__ void __launch_bounds__(kThreads, 2)
     gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
@@ -267,9 +75,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t rb = min(t0 + warp * 16 + g + 8, w.out - 1) + w.row0;
   const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
   const int64_t k0_bytes = F == DevFormat::FP8 ? k0 : k0 / 2;  // a step is 128 bytes of a row
-  // FP8: bytes [32t, 32t + 32) of a step; FP4: [16t, 16t + 16) and [64 + 16t, 80 + 16t), so that
-  // each mma's 16 values of a row lie in one 128-value block of the inputs' scales.
-  const uint8_t* pa = w.data + ra * row_bytes + k0_bytes + (F == DevFormat::FP8 ? t * 32 : t * 16);
+  // The lane's two 16-byte chunks of a step's 128 bytes of a row: [lo, lo + 16), [hi, hi + 16).
+  // FP8: [32t, 32t + 32), so a quad's load instruction takes half of each of 4 sectors, or
+  // (full_sectors) FP4's [16t, 16t + 16) and [64 + 16t, 80 + 16t), whole sectors an instruction;
+  // FP4 so that each mma's 16 values of a row also lie in one 128-value block of the inputs'
+  // scales.
+  const bool full = F == DevFormat::FP4 || L.full_sectors;
+  const int lo = full ? t * 16 : t * 32, hi = full ? 64 + t * 16 : t * 32 + 16;
+  const uint8_t* pa = w.data + ra * row_bytes + k0_bytes + lo;
   const uint8_t* pb = pa + (rb - ra) * row_bytes;
   // FP4: the step's eight 32-value block scales of each row (the lane's are bytes t and 4 + t).
   const uint8_t* sa = w.scale + ra * w.scale_stride + k0 / 32;
@@ -281,101 +94,24 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t srow = (w.row0 + t0) >> 7, scol = k0 >> 7;
   const bool c0_live = 2 * t < n, c1_live = 2 * t + 1 < n;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  // One K step: the tile's 2 × 32 bytes of this lane (wa: row g, wb: row g + 8) and, FP4, the
-  // step's scale bytes of each row (sa2, sb2).
   auto step = [&](int kb, const uint4* wv, uint2 sa2, uint2 sb2) {
-    const uint32_t* wa = reinterpret_cast<const uint32_t*>(&wv[0]);
-    const uint32_t* wb = reinterpret_cast<const uint32_t*>(&wv[2]);
-    if constexpr (F == DevFormat::FP8) {
-      (void)sa2, (void)sb2;
-      uint32_t xb[16] = {};
-      if (g < n) {
-        const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + t * 32 + kb * 128);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const uint4 q = xp[i];
-          xb[4 * i] = q.x, xb[4 * i + 1] = q.y, xb[4 * i + 2] = q.z, xb[4 * i + 3] = q.w;
-        }
-      }
-      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int q = 0; q < 8; ++q) {
-        const uint32_t a[4] = {fp8x2_to_half2(wa[q]), fp8x2_to_half2(wb[q]),
-                               fp8x2_to_half2(wa[q] >> 16), fp8x2_to_half2(wb[q] >> 16)};
-        mma_f16(q % 2 ? c2 : c, a, xb[2 * q], xb[2 * q + 1]);
-      }
-      const float ws = w.scale_at(srow, scol + kb);
-      const float f0 = c0_live ? ws * xinv[2 * t * steps + kb] : 0.0f;
-      const float f1 = c1_live ? ws * xinv[(2 * t + 1) * steps + kb] : 0.0f;
-      acc[0] += (c[0] + c2[0]) * f0;
-      acc[1] += (c[1] + c2[1]) * f1;
-      acc[2] += (c[2] + c2[2]) * f0;
-      acc[3] += (c[3] + c2[3]) * f1;
-    } else {
-      // Chunk c of the lane's rows: scale byte t of word c; each chunk's mmas one chain.
-      // kIntDecode 1: row b's words decode on the integer pipe, row a's through conversions, so
-      // that the two pipes share the work; 2: both rows on the integer pipe.
-      constexpr bool kIntB = kIntDecode >= 1, kIntA = kIntDecode == 2;
-      uint32_t fa[2], fb[2];
-      bool in_range = true;
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const uint32_t ua = ((c ? sa2.y : sa2.x) >> (8 * t)) & 0xffu;
-        const uint32_t ub = ((c ? sb2.y : sb2.x) >> (8 * t)) & 0xffu;
-        fa[c] = kIntA ? fp4_f16_fac_int(ua) : fp4_f16_fac(ua);
-        fb[c] = kIntB ? fp4_f16_fac_int(ub) : fp4_f16_fac(ub);
-        in_range = in_range && fa[c] != 0 && fb[c] != 0;
-      }
-      const int blocks = 2 * steps;  // the inputs' 128-value scales per row
-      if (__all_sync(0xffffffffu, in_range)) {
-        const uint4* xp = reinterpret_cast<const uint4*>(xh + g * slice + kb * 256 + t * 32);
-        float c[2][4] = {};
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int ch = j / 4;
-          uint4 xq = make_uint4(0, 0, 0, 0);
-          if (g < n) xq = xp[ch * 16 + j % 4];
-          uint32_t da[4], db[4];
-          if constexpr (kIntA) {
-            fp4_word_f16_int(wa[j], fa[ch], da);
-          } else {
-            fp4_word_f16(wa[j], fa[ch], da);
-          }
-          if constexpr (kIntB) {
-            fp4_word_f16_int(wb[j], fb[ch], db);
-          } else {
-            fp4_word_f16(wb[j], fb[ch], db);
-          }
-          const uint32_t a0[4] = {da[0], db[0], da[1], db[1]};
-          const uint32_t a1[4] = {da[2], db[2], da[3], db[3]};
-          mma_f16(c[ch], a0, xq.x, xq.y);
-          mma_f16(c[ch], a1, xq.z, xq.w);
-        }
-        const float* xi0 = xinv + 2 * t * blocks + 2 * kb;
-        const float f00 = c0_live ? xi0[0] : 0.0f, f01 = c0_live ? xi0[1] : 0.0f;
-        const float f10 = c1_live ? xi0[blocks] : 0.0f, f11 = c1_live ? xi0[blocks + 1] : 0.0f;
-        acc[0] += c[0][0] * f00 + c[1][0] * f01;
-        acc[1] += c[0][1] * f10 + c[1][1] * f11;
-        acc[2] += c[0][2] * f00 + c[1][2] * f01;
-        acc[3] += c[0][3] * f10 + c[1][3] * f11;
-      } else {  // one input row (the experts' launches): column 0 is lane (g, 0)'s
-        const float2 v =
-            fp4_step_exact(wv[0], wv[1], wv[2], wv[3], sa2, sb2, xh + kb * 256, xinv + 2 * kb, t);
-        if (t == 0) acc[0] += v.x, acc[2] += v.y;
-      }
-    }
+    float wscale = 0.0f;
+    if constexpr (F == DevFormat::FP8) wscale = w.scale_at(srow, scol + kb);
+    constexpr int kScalesPerStep = kStepK / 128;
+    mma_step<F, kIntDecode>(acc, wv, sa2, sb2, wscale, xh + kb * kStepK, slice,
+                            xinv + kb * kScalesPerStep, steps * kScalesPerStep, n, g, t, lo, hi);
   };
 
   // A ring of 3 K steps ahead in registers (unrolled, so every slot index is a constant).
   uint4 ring[kStages][4];
   uint2 ring_sc[kStages][2];
-  constexpr int kSecond = F == DevFormat::FP8 ? 16 : 64;  // the lane's second 16 bytes of a step
+  const int second = hi - lo;  // the lane's second 16 bytes of a step
   auto issue = [&](int kb, uint4* slot, uint2* sc) {
     if (kb < steps) {
       slot[0] = load_weights(pa + kb * 128);
-      slot[1] = load_weights(pa + kb * 128 + kSecond);
+      slot[1] = load_weights(pa + kb * 128 + second);
       slot[2] = load_weights(pb + kb * 128);
-      slot[3] = load_weights(pb + kb * 128 + kSecond);
+      slot[3] = load_weights(pb + kb * 128 + second);
       if constexpr (F == DevFormat::FP4) {
         sc[0] = __ldg(reinterpret_cast<const uint2*>(sa + kb * 8));
         sc[1] = __ldg(reinterpret_cast<const uint2*>(sb + kb * 8));
@@ -428,9 +164,10 @@ const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
 const bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
 int g_fp4_int_decode = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_FP4_INT_DECODE");
-  const int d = v ? std::atoi(v) : 0;
+  const int d = v ? std::atoi(v) : 2;
   return d == 1 || d == 2 ? d : 0;
 }();
+bool g_fp8_full_sectors = env_switch("DEEPINFER_CUDA_FP8_FULL_SECTORS", false);
 int g_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
   const int s = v ? std::atoi(v) : 0;
@@ -491,6 +228,8 @@ void set_gemv_mma_split(int split) {
 int gemv_mma_split() { return g_split; }
 void set_fp4_int_decode(int rows) { g_fp4_int_decode = rows == 1 || rows == 2 ? rows : 0; }
 int fp4_int_decode() { return g_fp4_int_decode; }
+void set_fp8_full_sectors(bool on) { g_fp8_full_sectors = on; }
+bool fp8_full_sectors() { return g_fp8_full_sectors; }
 
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
   return g_on && n >= 1 && n <= kMaxRows && w.format == DevFormat::FP8 && w.block_out == 128 &&
@@ -502,6 +241,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n) {
   MmaLaunch L{};
   L.count = count;
   L.n = static_cast<int>(n);
+  L.full_sectors = g_fp8_full_sectors;
   int tiles = 0;
   int64_t min_in = jobs[0].w->in, max_in = jobs[0].w->in;
   for (int j = 0; j < count; ++j) {
@@ -530,8 +270,12 @@ bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {
 }
 
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
-                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy) {
+                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy,
+                 const ExpertStreamScratch* scratch) {
+  if (scratch && experts_stream(e, p, idx, slots, per_token, x, ldx, x_per_slot, ldy, *scratch))
+    return;
   MmaLaunch L{};
+  L.full_sectors = g_fp8_full_sectors;
   ExpertJobs& X = L.ex;
   for (int i = 0; i < p.count; ++i) X.experts[i] = p.experts[i], X.y[i] = p.y[i];
   X.idx = idx;

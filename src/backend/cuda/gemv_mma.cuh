@@ -5,6 +5,7 @@
 // one row; here a byte costs half a conversion (H200, wq_b at one row: 2.44 TB/s).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/exec.cuh"
@@ -30,9 +31,14 @@ void set_gemv_mma_split(int split);
 int gemv_mma_split();
 // How the one-token FP4 experts decode their codes: 0 through conversions, 1 a lane's second row
 // on the integer pipe (the pipes share the work), 2 both rows there (DEEPINFER_CUDA_FP4_INT_DECODE,
-// default 0). The same bits every way.
+// default 2). The same bits every way.
 void set_fp4_int_decode(int rows);
 int fp4_int_decode();
+// FP8 lanes take their step's bytes as FP4 does, [16t, 16t + 16) and [64 + 16t, 80 + 16t) instead
+// of [32t, 32t + 32), so that each load instruction of a quad reads whole 32-byte sectors
+// (DEEPINFER_CUDA_FP8_FULL_SECTORS, default off). Sums in another k order: not the same bits.
+void set_fp8_full_sectors(bool on);
+bool fp8_full_sectors();
 
 // Whether w at n rows of x (row stride ldx) runs here: FP8 with 128 × 128 block scales, rows in
 // whole 128-row scale blocks from a 128-aligned first row, K a multiple of 1,024, 16-byte aligned
@@ -57,9 +63,39 @@ struct ExpertMmaProducts {
   DevFormat format = DevFormat::FP4;
   int64_t out = 0, in = 0;
 };
+// Scratch of the expert launches that keep every block busy (experts_stream): the partial sums of
+// tiles split between blocks (kExpertStreamParts a tile at most), each tile's count of parts done
+// and the dynamic schedule's two counters (all zero between launches). The launches of one
+// scratch run one after another (one stream).
+constexpr int kExpertStreamParts = 8;
+struct ExpertStreamScratch {
+  float* partials = nullptr;
+  int32_t* arrivals = nullptr;  // [tiles]
+  int32_t* counters = nullptr;  // [2]
+  int64_t partial_floats = 0, tiles = 0;
+};
+// Tiles of 128 rows of one token's launches at most: slots × products × rows.
+inline int64_t expert_stream_tiles(int slots, int64_t d, int64_t inter) {
+  return int64_t{2} * slots * ((std::max(d, inter) + 127) / 128);
+}
 // Whether an expert shaped like w (every expert of the product alike) runs here on x.
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx);
+// With scratch, as one stream-K launch where experts_stream takes it, else K-split launches.
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
-                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy);
+                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy,
+                 const ExpertStreamScratch* scratch = nullptr);
+
+// experts_mma with every resident block busy to the end (experts_stream.cu), mode 1 (stream-K):
+// a grid of the resident blocks, each an equal share of the launch's (tile, K step) sequence,
+// tiles shared by blocks summed in block order by their last block; mode 2 (dynamic): units of
+// 4 K steps taken from a counter, summed in unit order by a tile's last. Bits fixed by the launch
+// shape, not those of the K-split launches. DEEPINFER_CUDA_EXPERTS_STREAM=0 / 1 / 2 (default 0
+// until a device has timed them).
+// False where not taken: mode 0, inputs too long for shared memory, scratch too small.
+void set_experts_stream(int mode);
+int experts_stream_mode();
+bool experts_stream(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots,
+                    int per_token, const float* x, int64_t ldx, bool x_per_slot, int64_t ldy,
+                    const ExpertStreamScratch& scratch);
 
 }  // namespace deepinfer::cuda

@@ -1,9 +1,10 @@
 // Device check of the tensor-core FP8 GEMV (gemv_mma.cuh) on the V4-Flash slice's decode shapes
 // (wq_b, wo_b, the shared expert's w1 + w3 as one launch and w2, wo_a's eight groups as one
 // launch) at 1, 3 and 8 rows against the reference body (fp32 outputs, ≤ 1e-4 of the largest),
-// and its time with the weights cold in L2 at each K split beside the CUDA-core kernels'; and the
-// one-token routed experts (FP4 and FP8, V4-Flash sizes) against the reference body and the
-// grouped path's outputs, with both paths' times.
+// and its time with the weights cold in L2 at each K split (and in the other FP8 lane layout,
+// set_fp8_full_sectors) beside the CUDA-core kernels'; and the
+// one-token routed experts (FP4 and FP8, V4-Flash sizes; stream-K and K-split launches) against
+// the reference body and the grouped path's outputs, with every path's times.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -136,6 +137,13 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   for (auto* a : {&y, &y_old, &r2}) a->allocate(e, static_cast<size_t>(K * d));
   ExpertPlanBuffers pb;
   pb.allocate(e, K, E);
+  pb.allocate_stream(e, expert_stream_tiles(K, d, inter));
+  const ExpertStreamScratch scratch = pb.plan().stream;
+  const int stream0 = experts_stream_mode();
+  // The launch schedules: stream-K, dynamic, K split.
+  const auto schedule = [](int mode) {
+    return std::string(mode == 1 ? " (stream-K)" : mode == 2 ? " (dynamic)" : " (K split)");
+  };
   const char* fname = f == DevFormat::FP4 ? "FP4" : "FP8";
   const auto line = [&](const std::string& what, double rel, double tol) {
     KernelCheck kc;
@@ -147,15 +155,22 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     kc.line = buf;
     out.push_back(kc);
   };
-  // The products alone against the reference body, slot by slot (set 0).
+  // The products alone against the reference body, slot by slot (set 0), under each schedule;
+  // w2's inputs from the first.
   const bool ok =
       experts_mma_supported(w1[0], x.ptr, d) && experts_mma_supported(w2[0], h1.ptr, inter);
   experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr, K, K, x.ptr, d, false,
-              inter);
+              inter, &scratch);
   e.note(cudaMemcpyAsync(xq.ptr, h1.ptr, h1.bytes(), cudaMemcpyDeviceToDevice, e.stream));
   fp8_quant_rows(e, xq.ptr, K, inter, 128);  // bf16-exact FP8 inputs for w2
-  experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr, K, K, xq.ptr, inter,
-              true, d);
+  const auto products = [&](int mode) {
+    set_experts_stream(mode);
+    experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr, K, K, x.ptr, d,
+                false, inter, &scratch);
+    experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr, K, K, xq.ptr,
+                inter, true, d, &scratch);
+    set_experts_stream(stream0);
+  };
   const bool fast0 = fast_kernels();
   set_fast_kernels(false);
   for (int k = 0; k < K; ++k) {
@@ -174,10 +189,23 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     e.to_host(v.data(), a.ptr, a.bytes());
     return v;
   };
-  const OutputError e1 = max_rel_error(host(r1), host(h1)), e3 = max_rel_error(host(r3), host(h3));
-  const OutputError e2 = max_rel_error(host(r2), host(y));
-  line("w1 + w3 launch vs the reference body", ok ? std::max(e1.rel, e3.rel) : 1.0, 1e-2);
-  line("w2 launch vs the reference body", ok ? e2.rel : 1.0, 1e-2);
+  const std::vector<float> want1 = host(r1), want3 = host(r3), want2 = host(r2);
+  for (const int mode : {1, 2, 0}) {
+    products(mode);
+    const double e13 =
+        std::max(max_rel_error(want1, host(h1)).rel, max_rel_error(want3, host(h3)).rel);
+    const std::string how = schedule(mode);
+    line("w1 + w3 launch vs the reference body" + how, ok ? e13 : 1.0, 1e-2);
+    line("w2 launch vs the reference body" + how, ok ? max_rel_error(want2, host(y)).rel : 1.0,
+         1e-2);
+  }
+  for (const int mode : {1, 2}) {  // twice: the same bits (and the counters back at zero)
+    products(mode);
+    const std::vector<float> a1 = host(h1), a3 = host(h3), a2 = host(y);
+    products(mode);
+    line("launches twice: the same bits" + schedule(mode),
+         host(h1) == a1 && host(h3) == a3 && host(y) == a2 ? 0.0 : 1.0, 0.5);
+  }
   if (f == DevFormat::FP4) {
     // Block scales outside the f16 decode's range take the exact fp32 steps: rows [0, 64) at
     // u = 100, [64, 128) at u = 150 (whole tiles), and one 32-value block of row 130 at u = 100
@@ -204,7 +232,7 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
                  f,
                  inter,
                  d},
-                idx0.ptr, 1, 1, x.ptr, d, false, inter);
+                idx0.ptr, 1, 1, x.ptr, d, false, inter, &scratch);
     const bool fast_was = fast_kernels();
     set_fast_kernels(false);
     linear(e, x.ptr, d, 1, mx.w, rx.ptr, inter, true, nullptr, x.ptr);
@@ -243,11 +271,12 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   }
   struct Variant {
     bool mma;
-    int split;
+    int stream;
   };
   const int split0 = gemv_mma_split();
-  for (const Variant v : {Variant{false, 0}, Variant{true, 0}, Variant{true, 2}}) {
-    set_gemv_mma_split(v.split);
+  for (const Variant v :
+       {Variant{false, 0}, Variant{true, 1}, Variant{true, 2}, Variant{true, 0}}) {
+    set_experts_stream(v.stream);
     const double ms = time_ms(e, 40, [&] {
       sublayer(v.mma, v.mma ? y : y_old);
       set = (set + 1) % kSets;
@@ -255,11 +284,12 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     const double gbs = bytes / (ms * 1e-3) / 1e9;
     char what[200];
     std::snprintf(
-        what, sizeof what, "%s (split %d) %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
-        v.mma ? "one-token mma path" : "grouped CUDA-core path", v.split, ms, gbs, gbs / 48.0);
+        what, sizeof what, "%s %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
+        v.mma ? ("one-token mma path" + schedule(v.stream)).c_str() : "grouped CUDA-core path", ms,
+        gbs, gbs / 48.0);
     line(what, 0.0, 1e-2);
   }
-  set_gemv_mma_split(split0);
+  set_experts_stream(stream0);
 
   // The w1 + w3 launch and the w2 launch alone, and the same bytes streamed without products.
   const auto slot_bytes = [&](const std::vector<Matrix>& ms, int c) {
@@ -285,39 +315,43 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   // The w1 + w3 launch and the w2 launch of index set `at`.
   const auto w13 = [&](int at) {
     experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + at * K, K, K,
-                x.ptr, d, false, inter);
+                x.ptr, d, false, inter, &scratch);
   };
   const auto w2only = [&](int at) {
     experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + at * K, K, K,
-                xq.ptr, inter, true, d);
+                xq.ptr, inter, true, d, &scratch);
   };
-  for (const int split : {0, 1}) {
-    set_gemv_mma_split(split);
-    const std::string how = split == 0 ? " (split auto)" : " (split 1)";
+  for (const int split : {-2, -1, 0, 1}) {  // -1: stream-K, -2: dynamic
+    set_experts_stream(split < 0 ? -split : 0);
+    set_gemv_mma_split(std::max(split, 0));
+    const std::string how = split < 0    ? schedule(-split)
+                            : split == 0 ? " (split auto)"
+                                         : " (split 1)";
     timed_line(("w1 + w3 launch alone" + how).c_str(), b13, [&] { w13(set); });
     timed_line(("w2 launch alone" + how).c_str(), b2, [&] { w2only(set); });
   }
   set_gemv_mma_split(split0);
+  set_experts_stream(stream0);
   if (f == DevFormat::FP4) {
     // The decode on the integer pipe for one row a lane and for both: the conversions' bits.
     const int decode0 = fp4_int_decode();
     set_fp4_int_decode(0);
     w13(0);
     w2only(0);
-    const std::vector<float> want1 = host(h1), want3 = host(h3), want2 = host(y);
+    const std::vector<float> conv1 = host(h1), conv3 = host(h3), conv2 = host(y);
     for (const int rows : {1, 2}) {
       set_fp4_int_decode(rows);
       w13(0);
       w2only(0);
-      const bool same = host(h1) == want1 && host(h3) == want3 && host(y) == want2;
+      const bool same = host(h1) == conv1 && host(h3) == conv3 && host(y) == conv2;
       char what[120];
       std::snprintf(what, sizeof what, "integer decode of %d row(s) a lane: the conversions' bits",
                     rows);
       line(what, same ? 0.0 : 1.0, 0.5);
-      std::snprintf(what, sizeof what, "w1 + w3 launch alone (split auto, integer decode %d)",
+      std::snprintf(what, sizeof what, "w1 + w3 launch alone (default path, integer decode %d)",
                     rows);
       timed_line(what, b13, [&] { w13(set); });
-      std::snprintf(what, sizeof what, "w2 launch alone (split auto, integer decode %d)", rows);
+      std::snprintf(what, sizeof what, "w2 launch alone (default path, integer decode %d)", rows);
       timed_line(what, b2, [&] { w2only(set); });
     }
     set_fp4_int_decode(decode0);
@@ -470,6 +504,10 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
               timed(true));
       }
       set_gemv_mma_split(split0);
+      const bool sectors0 = fp8_full_sectors();
+      set_fp8_full_sectors(!sectors0);
+      check(sectors0 ? "mma, auto, half sectors" : "mma, auto, full sectors", true, timed(true));
+      set_fp8_full_sectors(sectors0);
     }
   }
   for (const DevFormat f : {DevFormat::FP4, DevFormat::FP8}) expert_checks(e, f, rng, out);

@@ -18,6 +18,13 @@ void ExpertPlanBuffers::allocate(Exec& e, int64_t max_slots, int E) {
   n_chunks.allocate(e, 1);
 }
 
+void ExpertPlanBuffers::allocate_stream(Exec& e, int64_t tiles) {
+  stream_tiles = tiles;
+  stream_arrivals.allocate(e, static_cast<size_t>(tiles + 2));  // + the dynamic counters
+  stream_partials.allocate(e, static_cast<size_t>(tiles * kExpertStreamParts * 128));
+  e.fill_zero(stream_arrivals.ptr, stream_arrivals.bytes());
+}
+
 namespace {
 
 constexpr int kPlanThreads = 1024;
@@ -359,11 +366,12 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
       r.h2->out == d && r.h2->in == inter && experts_mma_supported(*r.h1, x13, d) &&
       experts_mma_supported(*r.h3, x13, d) && experts_mma_supported(*r.h2, xq, inter)) {
     if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
-    experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter);
+    experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter,
+                &plan.stream);
     const float* row_w = official ? weights : nullptr;
     swiglu_fp8_copy(e, h1, h3, slots, inter, limit, row_w, official, xq);
     experts_mma(e, {{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter}, idx, K, K, xq, inter, true,
-                d);
+                d, &plan.stream);
     return;
   }
   moe_plan(e, idx, slots, E, plan);

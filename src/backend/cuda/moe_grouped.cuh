@@ -23,6 +23,7 @@
 
 #include "backend/cuda/exec.cuh"
 #include "backend/cuda/formats.cuh"
+#include "backend/cuda/gemv_mma.cuh"
 
 namespace deepinfer::cuda {
 
@@ -41,14 +42,28 @@ struct ExpertPlan {
   int32_t* sorted = nullptr;    // [n_slots] slot ids, by expert then slot id
   int32_t* chunks = nullptr;    // [max_chunks × 3] expert, first sorted index, slot count
   int32_t* n_chunks = nullptr;  // [1]
+  ExpertStreamScratch stream;   // the one-token stream-K launches' (experts_mma)
 };
 
 struct ExpertPlanBuffers {
-  DeviceArray<int32_t> offsets, sorted, chunks, n_chunks;
+  DeviceArray<int32_t> offsets, sorted, chunks, n_chunks, stream_arrivals;
+  DeviceArray<float> stream_partials;
+  int64_t stream_tiles = 0;
   void allocate(Exec& e, int64_t max_slots, int E);
-  ExpertPlan plan() const { return {offsets.ptr, sorted.ptr, chunks.ptr, n_chunks.ptr}; }
+  // The stream-K scratch for launches of up to `tiles` tiles (expert_stream_tiles), zeroed.
+  void allocate_stream(Exec& e, int64_t tiles);
+  ExpertPlan plan() const {
+    return {offsets.ptr,
+            sorted.ptr,
+            chunks.ptr,
+            n_chunks.ptr,
+            {stream_partials.ptr, stream_arrivals.ptr,
+             stream_arrivals.ptr ? stream_arrivals.ptr + stream_tiles : nullptr,
+             static_cast<int64_t>(stream_partials.count), stream_tiles}};
+  }
   size_t bytes() const {
-    return offsets.bytes() + sorted.bytes() + chunks.bytes() + n_chunks.bytes();
+    return offsets.bytes() + sorted.bytes() + chunks.bytes() + n_chunks.bytes() +
+           stream_arrivals.bytes() + stream_partials.bytes();
   }
 };
 
