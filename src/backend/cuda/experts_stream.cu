@@ -364,15 +364,7 @@ bool experts_stream(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int
     return false;
   StreamLaunch L{};
   ExpertJobs& X = L.ex;
-  for (int i = 0; i < p.count; ++i) X.experts[i] = p.experts[i], X.y[i] = p.y[i];
-  X.idx = idx;
-  X.x = x;
-  X.ldx = ldx;
-  X.ldy = ldy;
-  X.slots = slots;
-  X.per_token = per_token;
-  X.x_per_slot = x_per_slot;
-  X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
+  X = expert_jobs(p, idx, slots, per_token, x, ldx, x_per_slot, ldy);
   const bool fp4 = p.format == DevFormat::FP4;
   L.steps_per_tile = static_cast<int>(p.in / (fp4 ? 256 : 128));
   const int jobs = slots * p.count;

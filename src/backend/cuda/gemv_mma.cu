@@ -277,15 +277,7 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   MmaLaunch L{};
   L.full_sectors = g_fp8_full_sectors;
   ExpertJobs& X = L.ex;
-  for (int i = 0; i < p.count; ++i) X.experts[i] = p.experts[i], X.y[i] = p.y[i];
-  X.idx = idx;
-  X.x = x;
-  X.ldx = ldx;
-  X.ldy = ldy;
-  X.slots = slots;
-  X.per_token = per_token;
-  X.x_per_slot = x_per_slot;
-  X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
+  X = expert_jobs(p, idx, slots, per_token, x, ldx, x_per_slot, ldy);
   const int tiles = X.tiles * slots * p.count;
   if (tiles == 0) return;
   const int step = p.format == DevFormat::FP8 ? 128 : 256;

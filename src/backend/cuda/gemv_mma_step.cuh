@@ -11,6 +11,7 @@
 
 #include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/formats.cuh"
+#include "backend/cuda/gemv_mma.cuh"
 #include "backend/cuda/row_reduce.cuh"
 
 namespace deepinfer::cuda::mma {
@@ -35,6 +36,23 @@ struct ExpertJobs {
   int slots, per_token, tiles;  // tiles: per job
   bool x_per_slot;
 };
+
+// The jobs of one experts_mma launch.
+inline ExpertJobs expert_jobs(const ExpertMmaProducts& p, const int32_t* idx, int slots,
+                              int per_token, const float* x, int64_t ldx, bool x_per_slot,
+                              int64_t ldy) {
+  ExpertJobs X{};
+  for (int i = 0; i < p.count; ++i) X.experts[i] = p.experts[i], X.y[i] = p.y[i];
+  X.idx = idx;
+  X.x = x;
+  X.ldx = ldx;
+  X.ldy = ldy;
+  X.slots = slots;
+  X.per_token = per_token;
+  X.x_per_slot = x_per_slot;
+  X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
+  return X;
+}
 
 // Two e4m3 codes (the low 16 bits) as an fp16 pair, the lower code in the lower half (exact).
 __device__ __forceinline__ uint32_t fp8x2_to_half2(uint32_t codes) {
