@@ -143,8 +143,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t s0 = first_step(b, L.steps, L.grid), s1 = first_step(b + 1, L.steps, L.grid);
   const int count = static_cast<int>(s1 - s0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bool full = F == DevFormat::FP4 || L.full_sectors;
-  const int lo = full ? t * 16 : t * 32, hi = full ? 64 + t * 16 : t * 32 + 16;
+  const LaneChunks chunks = lane_chunks<F>(t, L.full_sectors);
+  const int lo = chunks.lo, hi = chunks.hi;
   // A block spans at most two jobs (the launcher keeps its share ≤ a job's steps): their input
   // rows are shared rows 0 and 1 (one where they are the same row).
   const int job_steps = X.tiles * kt;
@@ -236,8 +236,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int kt = L.steps_per_tile, in = kt * kStepK, per_tile = kt / kStages;
   const int units = L.tiles * per_tile, grid = static_cast<int>(gridDim.x);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bool full = F == DevFormat::FP4 || L.full_sectors;
-  const int lo = full ? t * 16 : t * 32, hi = full ? 64 + t * 16 : t * 32 + 16;
+  const LaneChunks chunks = lane_chunks<F>(t, L.full_sectors);
+  const int lo = chunks.lo, hi = chunks.hi;
   // Units handed out: block b's first is b, the rest come from the counter, each one unit ahead
   // of its use (its loads start during the unit before), through two shared slots by parity.
   __shared__ int handed[2];
@@ -376,14 +376,9 @@ bool experts_stream(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int
   L.counters = scratch.counters;
   if (L.tiles == 0) return true;
   if (!fp4) return launch_stream<DevFormat::FP8, 0>(e, L, scratch, jobs);
-  switch (fp4_int_decode()) {
-    case 1:
-      return launch_stream<DevFormat::FP4, 1>(e, L, scratch, jobs);
-    case 2:
-      return launch_stream<DevFormat::FP4, 2>(e, L, scratch, jobs);
-    default:
-      return launch_stream<DevFormat::FP4, 0>(e, L, scratch, jobs);
-  }
+  return with_int_decode(fp4_int_decode(), [&](auto decode) {
+    return launch_stream<DevFormat::FP4, decltype(decode)::value>(e, L, scratch, jobs);
+  });
 }
 
 }  // namespace deepinfer::cuda

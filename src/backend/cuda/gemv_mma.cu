@@ -75,13 +75,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int64_t rb = min(t0 + warp * 16 + g + 8, w.out - 1) + w.row0;
   const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
   const int64_t k0_bytes = F == DevFormat::FP8 ? k0 : k0 / 2;  // a step is 128 bytes of a row
-  // The lane's two 16-byte chunks of a step's 128 bytes of a row: [lo, lo + 16), [hi, hi + 16).
-  // FP8: [32t, 32t + 32), so a quad's load instruction takes half of each of 4 sectors, or
-  // (full_sectors) FP4's [16t, 16t + 16) and [64 + 16t, 80 + 16t), whole sectors an instruction;
-  // FP4 so that each mma's 16 values of a row also lie in one 128-value block of the inputs'
-  // scales.
-  const bool full = F == DevFormat::FP4 || L.full_sectors;
-  const int lo = full ? t * 16 : t * 32, hi = full ? 64 + t * 16 : t * 32 + 16;
+  const LaneChunks chunks = lane_chunks<F>(t, L.full_sectors);
+  const int lo = chunks.lo, hi = chunks.hi;
   const uint8_t* pa = w.data + ra * row_bytes + k0_bytes + lo;
   const uint8_t* pb = pa + (rb - ra) * row_bytes;
   // FP4: the step's eight 32-value block scales of each row (the lane's are bytes t and 4 + t).
@@ -291,16 +286,9 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);
   } else {
-    switch (g_fp4_int_decode) {
-      case 1:
-        launch_split<DevFormat::FP4, true, 1>(e, L, tiles, s, shared);
-        break;
-      case 2:
-        launch_split<DevFormat::FP4, true, 2>(e, L, tiles, s, shared);
-        break;
-      default:
-        launch_split<DevFormat::FP4, true, 0>(e, L, tiles, s, shared);
-    }
+    with_int_decode(g_fp4_int_decode, [&](auto decode) {
+      launch_split<DevFormat::FP4, true, decltype(decode)::value>(e, L, tiles, s, shared);
+    });
   }
 }
 

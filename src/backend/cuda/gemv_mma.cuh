@@ -72,7 +72,7 @@ struct ExpertStreamScratch {
   float* partials = nullptr;
   int32_t* arrivals = nullptr;  // [tiles]
   int32_t* counters = nullptr;  // [2]
-  int64_t partial_floats = 0, tiles = 0;
+  int64_t tiles = 0;            // partials: tiles × kExpertStreamParts × 128 floats
 };
 // Tiles of 128 rows of one token's launches at most: slots × products × rows.
 inline int64_t expert_stream_tiles(int slots, int64_t d, int64_t inter) {

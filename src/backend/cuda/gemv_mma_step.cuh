@@ -8,6 +8,7 @@
 #include <cuda_fp8.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/expert_decode.cuh"
 #include "backend/cuda/formats.cuh"
@@ -215,6 +216,32 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
         xinv[r * (slice >> 7) + kb * 2 + (lane >> 4)] =
             __uint_as_float(static_cast<uint32_t>(e - 14) << 23);
     }
+  }
+}
+
+// The lane's two 16-byte chunks of a step's 128 bytes of a row: [lo, lo + 16), [hi, hi + 16).
+// FP8: [32t, 32t + 32), so a quad's load instruction takes half of each of 4 sectors, or
+// (full_sectors) FP4's [16t, 16t + 16) and [64 + 16t, 80 + 16t), whole sectors an instruction;
+// FP4 so that each mma's 16 values of a row also lie in one 128-value block of the inputs' scales.
+struct LaneChunks {
+  int lo, hi;
+};
+template <DevFormat F>
+__device__ __forceinline__ LaneChunks lane_chunks(int t, bool full_sectors) {
+  const bool full = F == DevFormat::FP4 || full_sectors;
+  return full ? LaneChunks{t * 16, 64 + t * 16} : LaneChunks{t * 32, t * 32 + 16};
+}
+
+// The FP4 decode (fp4_int_decode()'s 0, 1 or 2) as a constant: f(std::integral_constant<int, d>).
+template <class Fn>
+decltype(auto) with_int_decode(int decode, Fn&& f) {
+  switch (decode) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    default:
+      return f(std::integral_constant<int, 0>{});
   }
 }
 

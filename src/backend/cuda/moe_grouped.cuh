@@ -58,8 +58,7 @@ struct ExpertPlanBuffers {
             chunks.ptr,
             n_chunks.ptr,
             {stream_partials.ptr, stream_arrivals.ptr,
-             stream_arrivals.ptr ? stream_arrivals.ptr + stream_tiles : nullptr,
-             static_cast<int64_t>(stream_partials.count), stream_tiles}};
+             stream_arrivals.ptr ? stream_arrivals.ptr + stream_tiles : nullptr, stream_tiles}};
   }
   size_t bytes() const {
     return offsets.bytes() + sorted.bytes() + chunks.bytes() + n_chunks.bytes() +
