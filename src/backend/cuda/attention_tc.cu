@@ -15,6 +15,7 @@
 // Rounding: official q and keys are bf16-exact (the reference rounds them), so their products are
 // exact and only the summation order differs; fp32 values (exact q/keys, every probability) are
 // split into bf16 hi + lo and multiplied as hi·hi + hi·lo + lo·hi (≈ 16 significand bits).
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -28,6 +29,8 @@
 
 namespace deepinfer::cuda {
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr int kHeads = 64;     // heads per block: four 16-row mma tiles
 constexpr int kSlotTile = 64;  // slots per logits block, = the official softmax's tile
@@ -54,6 +57,13 @@ bool g_decode = env_switch("DEEPINFER_CUDA_ATTN_TC_DECODE", true);
 int g_decode_rows = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_ATTN_TC_DECODE_ROWS");
   return v && *v ? std::max(0, std::atoi(v)) : 16;
+}();
+// The most blocks (a cluster) a decode P·V launch splits a row's slots over, 64 slots or more
+// each (DEEPINFER_CUDA_ATTN_PV_SPLIT; 0 or 1: unsplit). Not in batch-invariant mode: the split
+// changes the sums' order, so a decode row would no longer give a prefill row's bits.
+int g_pv_split = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_ATTN_PV_SPLIT");
+  return v && *v ? std::clamp(std::atoi(v), 0, 8) : 0;
 }();
 constexpr int kDecSlotTile = 32;          // slots per decode logits block
 constexpr int kDecPvDims = 32;            // output dims per decode P·V block
@@ -389,10 +399,12 @@ __global__ void __launch_bounds__(256, 2)
 // 3'. P·V of a decode-sized launch: a block per (row, 64 heads, 32 dims), 8 warps of 16 heads ×
 // 16 dims, slots in steps of 64 with the next two steps' loads in flight and every key address of
 // the row resolved once up front (S ≤ kDecMaxSlots). Per element the same 16-slot mma sequence as
-// pv_kernel (same bits).
+// pv_kernel (same bits). With gridDim.z > 1 (a cluster of z blocks, attention_tc_pv_split) block z
+// takes slots [z · span, (z + 1) · span) and the cluster's partial sums are added in rank order
+// through distributed shared memory: at batch 1 the unsplit launch is 16 blocks walking every slot.
 template <bool kSplitV>
 __global__ void __launch_bounds__(256)
-    decode_pv_kernel(const Rows rw, const AttnArgs a, int S, int groups,
+    decode_pv_kernel(const Rows rw, const AttnArgs a, int S, int span, int groups,
                      const float* __restrict__ probs, float* __restrict__ o) {
   pdl_begin();
   constexpr int kP = kHeads * kDecPvSlots / 256;          // probabilities a thread per step
@@ -407,7 +419,8 @@ __global__ void __launch_bounds__(256)
   const int h0 = static_cast<int>(blockIdx.x % groups) * kHeads;
   const int c0 = static_cast<int>(blockIdx.y) * kDecPvDims;
   const int mt = warp % 4, nh = warp / 4;
-  for (int s = tid; s < S; s += 256) keys[s] = attn_key_at(rw, a, r, s);
+  const int lo = static_cast<int>(blockIdx.z) * span, hi = min(S, lo + span);
+  for (int s = lo + tid; s < hi; s += 256) keys[s] = attn_key_at(rw, a, r, s);
   __syncthreads();
   const float* pr = probs + (r * a.H + h0) * S;
   using PRegs = float[kP];
@@ -416,12 +429,12 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int u = 0; u < kP; ++u) {
       const int i = tid + u * 256, row = i / kDecPvSlots, j = i % kDecPvSlots;
-      pn[u] = s0 + j < S && keys[s0 + j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
+      pn[u] = s0 + j < hi && keys[s0 + j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kV; ++u) {
       const int i = tid + u * 256, j = i / kRow;
-      const float* k = s0 + j < S ? keys[s0 + j] : nullptr;
+      const float* k = s0 + j < hi ? keys[s0 + j] : nullptr;
       vn[u] = k ? *reinterpret_cast<const float4*>(k + c0 + i % kRow * 4) : float4{0, 0, 0, 0};
     }
   };
@@ -439,7 +452,7 @@ __global__ void __launch_bounds__(256)
       store4(vh, vl, kDecLdV, i / kRow, i % kRow * 4, vn[u], !kSplitV, kSplitV);
     }
     __syncthreads();
-    if (s0 + 2 * kDecPvSlots < S) fetch(s0 + 2 * kDecPvSlots, pn, vn);  // two steps in flight
+    if (s0 + 2 * kDecPvSlots < hi) fetch(s0 + 2 * kDecPvSlots, pn, vn);  // two steps in flight
 #pragma unroll
     for (int k0 = 0; k0 < kDecPvSlots; k0 += 16) {
       uint32_t ah[4], al[4];
@@ -462,13 +475,39 @@ __global__ void __launch_bounds__(256)
   };
   PRegs pa, pb;
   VRegs va, vb;
-  fetch(0, pa, va);
-  if (kDecPvSlots < S) fetch(kDecPvSlots, pb, vb);
-  for (int s0 = 0; s0 < S; s0 += 2 * kDecPvSlots) {
+  fetch(lo, pa, va);
+  if (lo + kDecPvSlots < hi) fetch(lo + kDecPvSlots, pb, vb);
+  for (int s0 = lo; s0 < hi; s0 += 2 * kDecPvSlots) {
     step(s0, pa, va);
-    if (s0 + kDecPvSlots < S) step(s0 + kDecPvSlots, pb, vb);
+    if (s0 + kDecPvSlots < hi) step(s0 + kDecPvSlots, pb, vb);
   }
   const int g = lane / 4, t = lane % 4;
+  if (gridDim.z > 1) {
+    // The block's sums [64 heads][32 dims] in its (now idle) probability tiles; rank q then adds
+    // every rank's value of its share of the outputs, rank 0 first.
+    float* part = reinterpret_cast<float*>(ph);
+    static_assert(sizeof(ph) >= kHeads * kDecPvDims * sizeof(float), "the partial sums fit");
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int head = mt * 16 + g + (i >= 2 ? 8 : 0), c = nh * 16 + nt * 8 + 2 * t + (i & 1);
+        part[head * kDecPvDims + c] = acc[nt][i];
+      }
+    }
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned rank = cluster.block_rank(), parts = cluster.num_blocks();
+    cluster.sync();  // every rank's sums written and visible
+    for (int i = static_cast<int>(rank) * 256 + tid; i < kHeads * kDecPvDims;
+         i += static_cast<int>(parts) * 256) {
+      float v = 0.0f;
+      for (unsigned q = 0; q < parts; ++q) v += cluster.map_shared_rank(part, q)[i];
+      const int head = i / kDecPvDims, c = i % kDecPvDims;
+      o[(r * a.H + h0 + head) * a.D + c0 + c] = a.official ? bf16r(v) : v;
+    }
+    cluster.sync();  // the other ranks' shared memory stays until every rank has read it
+    return;
+  }
   float* out = o + (r * a.H + h0) * a.D + c0 + nh * 16;
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
@@ -502,6 +541,8 @@ bool attention_tc_decode() { return g_decode; }
 void set_attention_tc_decode(bool on) { g_decode = on; }
 int attention_tc_decode_rows() { return g_decode_rows; }
 void set_attention_tc_decode_rows(int rows) { g_decode_rows = std::max(0, rows); }
+int attention_tc_pv_split() { return g_pv_split; }
+void set_attention_tc_pv_split(int parts) { g_pv_split = std::clamp(parts, 0, 8); }
 
 void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o) {
   if (rows.n <= 0) return;
@@ -529,11 +570,19 @@ void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs
   e.launch(softmax_kernel, sg, kSoftmaxWarps * 32, 0, rows, a, S, probs);
   e.note(cudaGetLastError());
   if (decode) {
-    const dim3 pg(row_groups, static_cast<unsigned>(a.D / kDecPvDims));
-    if (a.official) {
-      e.launch(decode_pv_kernel<false>, pg, 256, 0, rows, a, S, groups, probs, o);
+    // Split: the 64-slot steps shared out evenly over at most g_pv_split ranks, none empty.
+    const int steps = (S + kDecPvSlots - 1) / kDecPvSlots;
+    const int max_parts = batch_invariant() ? 1 : std::max(1, g_pv_split);
+    const int per_part = (steps + max_parts - 1) / max_parts;
+    const int parts = (steps + per_part - 1) / per_part, span = per_part * kDecPvSlots;
+    const dim3 pg(row_groups, static_cast<unsigned>(a.D / kDecPvDims),
+                  static_cast<unsigned>(parts));
+    auto kernel = a.official ? decode_pv_kernel<false> : decode_pv_kernel<true>;
+    if (parts > 1) {
+      e.launch_cluster(kernel, pg, dim3(256), 0, dim3(1, 1, static_cast<unsigned>(parts)), rows, a,
+                       S, span, groups, probs, o);
     } else {
-      e.launch(decode_pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
+      e.launch(kernel, pg, 256, 0, rows, a, S, span, groups, probs, o);
     }
   } else {
     const dim3 pg(row_groups, static_cast<unsigned>(a.D / kPvDims));

@@ -24,6 +24,11 @@ bool attention_tc_decode();
 void set_attention_tc_decode(bool on);
 int attention_tc_decode_rows();
 void set_attention_tc_decode_rows(int rows);
+// The most cluster ranks a decode P·V launch splits a row's slots over
+// (DEEPINFER_CUDA_ATTN_PV_SPLIT, default 0: unsplit; never in batch-invariant mode). Split, the
+// sums run in another order, so not the prefill kernels' bits.
+int attention_tc_pv_split();
+void set_attention_tc_pv_split(int parts);
 // H a multiple of 64, D of 128, at most 8192 slots, 16-byte aligned q and keys, ≥ min rows.
 bool attention_tc_supported(const AttnArgs& a, int64_t rows);
 // o as attention(); probs: its scratch [n, H, W + cslots] (holds the probabilities afterwards).
