@@ -65,6 +65,9 @@ int g_pv_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_ATTN_PV_SPLIT");
   return v && *v ? std::clamp(std::atoi(v), 0, 8) : 0;
 }();
+// The decode variants' register softmax (decode_softmax_kernel, the same bits), with
+// DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX=1 (off until measured: softmax_kernel there too).
+bool g_decode_softmax = env_switch("DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX", false);
 constexpr int kDecSlotTile = 32;          // slots per decode logits block
 constexpr int kDecPvDims = 32;            // output dims per decode P·V block
 constexpr int kDecPvSlots = 64;           // slots per decode P·V step
@@ -297,6 +300,127 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
   __syncwarp();
   for (int sl = lane; sl < S; sl += 32) {
     if (pr[sl] == -INFINITY) pr[sl] = 0.0f;
+  }
+}
+
+// 2'. The softmax of a decode-sized launch (S ≤ kDecMaxSlots): softmax_kernel's lanes, operations
+// and order (the same bits), but every logit a warp needs read into registers in one round trip
+// instead of one per 64-slot tile, the tiles' maxima and sums reduced independently of each other
+// (only the running maximum and the denominator run tile after tile, in registers) and each weight
+// written once.
+constexpr int kDecTiles = kDecMaxSlots / kSlotTile;  // official tiles
+constexpr int kDecLaneSlots = kDecMaxSlots / 32;     // slots a lane holds
+
+__global__ void __launch_bounds__(kSoftmaxWarps * 32)
+    decode_softmax_kernel(const Rows rw, const AttnArgs a, int S, float* __restrict__ probs) {
+  pdl_begin();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t rh = static_cast<int64_t>(blockIdx.x) * kSoftmaxWarps + warp;
+  if (rh >= rw.n * a.H) return;
+  const int64_t r = rh / a.H;
+  const int h = static_cast<int>(rh % a.H);
+  float* pr = probs + rh * S;
+  const float sink = a.sink[h];
+  if (!a.official) {
+    float l[kDecLaneSlots];
+    float m = sink;
+#pragma unroll
+    for (int k = 0; k < kDecLaneSlots; ++k) {
+      const int s = lane + 32 * k;
+      l[k] = s < S ? pr[s] : -INFINITY;
+      if (s < S) m = fmaxf(m, l[k]);
+    }
+    m = warp_max(m);
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kDecLaneSlots; ++k) {
+      if (lane + 32 * k >= S) continue;
+      l[k] = l[k] == -INFINITY ? 0.0f : expf(l[k] - m);
+      sum += l[k];
+    }
+    const float inv = 1.0f / (warp_sum(sum) + expf(sink - m));
+#pragma unroll
+    for (int k = 0; k < kDecLaneSlots; ++k) {
+      if (lane + 32 * k < S) pr[lane + 32 * k] = l[k] * inv;
+    }
+    return;
+  }
+  const OfficialSlots order = official_slots(rw, a, r);
+  const int64_t n_slots = order.n_slots;
+  const int n_tiles = static_cast<int>((n_slots + kSlotTile - 1) / kSlotTile);
+  // Order position t of slot s, or -1 (slot() inverted): which slots keep their logit until the
+  // last pass turns a missing key's -inf into 0.
+  auto rank_of = [&](int64_t s) -> int64_t {
+    if (s < order.W) {
+      const int64_t t = s - order.first + order.p - order.W + 1;
+      return t >= 0 && t < order.n_window && t < order.window_slots ? t : -1;
+    }
+    const int64_t t = s - order.W + order.window_slots;
+    return t < n_slots ? t : -1;
+  };
+  uint32_t missing = 0;  // bit k: slot lane + 32 k is outside the order and has no key
+  int sl[kDecTiles][2];
+  float l[kDecTiles][2];
+#pragma unroll
+  for (int k = 0; k < kDecLaneSlots; ++k) {
+    const int s = lane + 32 * k;
+    if (s < S && rank_of(s) < 0 && pr[s] == -INFINITY) missing |= 1u << k;
+  }
+#pragma unroll
+  for (int T = 0; T < kDecTiles; ++T) {
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int64_t t = int64_t{T} * kSlotTile + u * 32 + lane;
+      sl[T][u] = T < n_tiles && t < n_slots ? order.slot(t) : -1;
+      l[T][u] = sl[T][u] >= 0 ? pr[sl[T][u]] : -INFINITY;
+    }
+  }
+  uint32_t any = 0;  // bit T: the tile has a slot
+  float run_max = -INFINITY, denom = 0.0f, resc[kDecTiles], tile_max[kDecTiles];
+#pragma unroll
+  for (int T = 0; T < kDecTiles; ++T) {
+    if (__any_sync(0xffffffffu, sl[T][0] >= 0 || sl[T][1] >= 0)) any |= 1u << T;
+    tile_max[T] = warp_max(fmaxf(l[T][0], l[T][1]));
+  }
+#pragma unroll
+  for (int T = 0; T < kDecTiles; ++T) {  // tile_max becomes the running maximum after tile T
+    resc[T] = 1.0f;
+    if (!(any >> T & 1)) continue;
+    const float new_max = fmaxf(run_max, tile_max[T]);
+    resc[T] = expf(run_max - new_max);
+    tile_max[T] = run_max = new_max;
+  }
+  float psum[kDecTiles];
+#pragma unroll
+  for (int T = 0; T < kDecTiles; ++T) {
+    float part = 0.0f;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (sl[T][u] < 0) continue;
+      const float ex = expf(l[T][u] - tile_max[T]);
+      part += ex;
+      l[T][u] = bf16r(ex);  // the tile's probability before the later rescales
+    }
+    psum[T] = warp_sum(part);
+  }
+#pragma unroll
+  for (int T = 0; T < kDecTiles; ++T) {
+    if (any >> T & 1) denom = denom * resc[T] + psum[T];
+  }
+  denom += expf(sink - run_max);
+  float f = 1.0f / denom;
+#pragma unroll
+  for (int T = kDecTiles - 1; T >= 0; --T) {
+    if (T >= n_tiles) continue;
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      if (sl[T][u] >= 0) pr[sl[T][u]] = l[T][u] * f;
+    }
+    f *= resc[T];
+  }
+#pragma unroll
+  for (int k = 0; k < kDecLaneSlots; ++k) {
+    if (missing >> k & 1) pr[lane + 32 * k] = 0.0f;
   }
 }
 
@@ -541,6 +665,8 @@ bool attention_tc_decode() { return g_decode; }
 void set_attention_tc_decode(bool on) { g_decode = on; }
 int attention_tc_decode_rows() { return g_decode_rows; }
 void set_attention_tc_decode_rows(int rows) { g_decode_rows = std::max(0, rows); }
+bool attention_tc_decode_softmax() { return g_decode_softmax; }
+void set_attention_tc_decode_softmax(bool on) { g_decode_softmax = on; }
 int attention_tc_pv_split() { return g_pv_split; }
 void set_attention_tc_pv_split(int parts) { g_pv_split = std::clamp(parts, 0, 8); }
 
@@ -567,7 +693,11 @@ void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs
   e.note(cudaGetLastError());
   const int64_t pairs = rows.n * a.H;
   const unsigned sg = static_cast<unsigned>((pairs + kSoftmaxWarps - 1) / kSoftmaxWarps);
-  e.launch(softmax_kernel, sg, kSoftmaxWarps * 32, 0, rows, a, S, probs);
+  if (decode && g_decode_softmax) {
+    e.launch(decode_softmax_kernel, sg, kSoftmaxWarps * 32, 0, rows, a, S, probs);
+  } else {
+    e.launch(softmax_kernel, sg, kSoftmaxWarps * 32, 0, rows, a, S, probs);
+  }
   e.note(cudaGetLastError());
   if (decode) {
     // Split: the 64-slot steps shared out evenly over at most g_pv_split ranks, none empty.

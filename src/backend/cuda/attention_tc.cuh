@@ -24,6 +24,10 @@ bool attention_tc_decode();
 void set_attention_tc_decode(bool on);
 int attention_tc_decode_rows();
 void set_attention_tc_decode_rows(int rows);
+// The decode variants' softmax with every logit in registers (the same bits; off unless
+// DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX=1).
+bool attention_tc_decode_softmax();
+void set_attention_tc_decode_softmax(bool on);
 // The most cluster ranks a decode P·V launch splits a row's slots over
 // (DEEPINFER_CUDA_ATTN_PV_SPLIT, default 0: unsplit; never in batch-invariant mode). Split, the
 // sums run in another order, so not the prefill kernels' bits.

@@ -68,6 +68,7 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   };
   const bool fast0 = fast_kernels(), tc0 = attention_tc(), dec0 = attention_tc_decode();
   const int dec_rows0 = attention_tc_decode_rows(), split0 = attention_tc_pv_split();
+  const bool softmax0 = attention_tc_decode_softmax();
   set_fast_kernels(false);  // the reference body
   e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
   attention(e, rows, a, probs.ptr, o.ptr);
@@ -80,10 +81,12 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   const int min_rows0 = attention_tc_min_rows();
   set_attention_tc_min_rows(1);  // decode-sized launches too
   // Four configurations: as the forward runs (checked against the reference), the prefill
-  // kernels at every row count and the unsplit decode variants at every row count (compared
-  // bitwise), and the decode variants with P·V split over 8 ranks (checked against the reference).
+  // kernels at every row count and the unsplit decode variants with their register softmax at
+  // every row count (compared bitwise), and those with P·V split over 8 ranks (checked against
+  // the reference).
   auto run = [&](bool decode, int decode_rows, int pv_split, double& ms) {
     set_attention_tc_decode(decode);
+    set_attention_tc_decode_softmax(decode_rows == 1 << 30 || softmax0);
     set_attention_tc_decode_rows(decode_rows);
     set_attention_tc_pv_split(pv_split);
     e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
@@ -98,6 +101,7 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   const std::vector<float> decode_kernels = run(true, 1 << 30, 0, ms_decode);
   const std::vector<float> split_kernels = run(true, 1 << 30, 8, ms_split);
   set_attention_tc_pv_split(split0);
+  set_attention_tc_decode_softmax(softmax0);
   const bool used = attention_tc_supported(a, n);
   set_attention_tc_decode(dec0);
   set_attention_tc_decode_rows(dec_rows0);
