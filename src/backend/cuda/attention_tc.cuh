@@ -28,6 +28,10 @@ void set_attention_tc_decode_rows(int rows);
 // DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX=1).
 bool attention_tc_decode_softmax();
 void set_attention_tc_decode_softmax(bool on);
+// Heads a decode logits / P·V block takes: 64, or 16 for four times the blocks
+// (DEEPINFER_CUDA_ATTN_DECODE_HEADS; the same bits).
+int attention_tc_decode_heads();
+void set_attention_tc_decode_heads(int heads);
 // The most cluster ranks a decode P·V launch splits a row's slots over
 // (DEEPINFER_CUDA_ATTN_PV_SPLIT, default 0: unsplit; never in batch-invariant mode). Split, the
 // sums run in another order, so not the prefill kernels' bits.

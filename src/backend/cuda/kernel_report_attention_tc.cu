@@ -69,6 +69,7 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   const bool fast0 = fast_kernels(), tc0 = attention_tc(), dec0 = attention_tc_decode();
   const int dec_rows0 = attention_tc_decode_rows(), split0 = attention_tc_pv_split();
   const bool softmax0 = attention_tc_decode_softmax();
+  const int heads0 = attention_tc_decode_heads();
   set_fast_kernels(false);  // the reference body
   e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
   attention(e, rows, a, probs.ptr, o.ptr);
@@ -80,13 +81,14 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   set_attention_tc(true);
   const int min_rows0 = attention_tc_min_rows();
   set_attention_tc_min_rows(1);  // decode-sized launches too
-  // Four configurations: as the forward runs (checked against the reference), the prefill
+  // Five configurations: as the forward runs (checked against the reference), the prefill
   // kernels at every row count and the unsplit decode variants with their register softmax at
-  // every row count (compared bitwise), and those with P·V split over 8 ranks (checked against
-  // the reference).
-  auto run = [&](bool decode, int decode_rows, int pv_split, double& ms) {
+  // every row count, 64 and 16 heads a block (compared bitwise), and those with P·V split over 8
+  // ranks (checked against the reference).
+  auto run = [&](bool decode, int decode_rows, int pv_split, int heads, double& ms) {
     set_attention_tc_decode(decode);
     set_attention_tc_decode_softmax(decode_rows == 1 << 30 || softmax0);
+    set_attention_tc_decode_heads(heads);
     set_attention_tc_decode_rows(decode_rows);
     set_attention_tc_pv_split(pv_split);
     e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
@@ -95,12 +97,14 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
     ms = time_ms(e, 20, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
     return h;
   };
-  double ms_tc = 0, ms_prefill = 0, ms_decode = 0, ms_split = 0;
-  const std::vector<float> tc = run(dec0, dec_rows0, split0, ms_tc);
-  const std::vector<float> prefill_kernels = run(false, 0, 0, ms_prefill);
-  const std::vector<float> decode_kernels = run(true, 1 << 30, 0, ms_decode);
-  const std::vector<float> split_kernels = run(true, 1 << 30, 8, ms_split);
+  double ms_tc = 0, ms_prefill = 0, ms_decode = 0, ms_heads16 = 0, ms_split = 0;
+  const std::vector<float> tc = run(dec0, dec_rows0, split0, heads0, ms_tc);
+  const std::vector<float> prefill_kernels = run(false, 0, 0, 64, ms_prefill);
+  const std::vector<float> decode_kernels = run(true, 1 << 30, 0, 64, ms_decode);
+  const std::vector<float> heads16_kernels = run(true, 1 << 30, 0, 16, ms_heads16);
+  const std::vector<float> split_kernels = run(true, 1 << 30, 8, 16, ms_split);
   set_attention_tc_pv_split(split0);
+  set_attention_tc_decode_heads(heads0);
   set_attention_tc_decode_softmax(softmax0);
   const bool used = attention_tc_supported(a, n);
   set_attention_tc_decode(dec0);
@@ -116,37 +120,44 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   char line[400];
   std::snprintf(line, sizeof line,
                 "attention tc %-26s %s %-8s tc %7.3f ms (prefill kernels %7.3f, decode kernels "
-                "%7.3f, split P·V %7.3f)  per-(row, head) %7.3f ms  reference %8.2f ms  rel.err "
-                "%.2e (tol %.0e)%s%s",
+                "%7.3f, 16 heads a block %7.3f, + split P·V %7.3f)  per-(row, head) %7.3f ms  "
+                "reference %8.2f ms  rel.err %.2e (tol %.0e)%s%s",
                 l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", ms_tc,
-                ms_prefill, ms_decode, ms_split, ms_old, ms_ref, kc.rel_error, kc.tolerance,
-                err.non_finite ? " (non-finite values)" : "", used ? "" : " (not supported)");
+                ms_prefill, ms_decode, ms_heads16, ms_split, ms_old, ms_ref, kc.rel_error,
+                kc.tolerance, err.non_finite ? " (non-finite values)" : "",
+                used ? "" : " (not supported)");
   kc.line = line;
   out.push_back(kc);
   // The decode variants must give the prefill kernels' bits (batch invariance: which one a row
-  // takes depends on the launch's row count).
-  int64_t differ = 0;
-  for (size_t i = 0; i < prefill_kernels.size(); ++i) {
-    differ += std::memcmp(&prefill_kernels[i], &decode_kernels[i], sizeof(float)) != 0;
-  }
-  KernelCheck bits;
-  bits.tolerance = 0;
-  bits.rel_error = differ == 0 && used ? 0.0 : 1.0;
-  std::snprintf(line, sizeof line,
-                "attention tc %-26s %s %-8s decode kernels vs prefill kernels: %lld of %zu values "
-                "differ in bits",
-                l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact",
-                static_cast<long long>(differ), prefill_kernels.size());
-  bits.line = line;
-  out.push_back(bits);
+  // takes depends on the launch's row count), at 64 and at 16 heads a block.
+  const auto bitwise = [&](const std::vector<float>& got, const char* what) {
+    int64_t differ = 0;
+    for (size_t i = 0; i < prefill_kernels.size(); ++i) {
+      differ += std::memcmp(&prefill_kernels[i], &got[i], sizeof(float)) != 0;
+    }
+    KernelCheck bits;
+    bits.tolerance = 0;
+    bits.rel_error = differ == 0 && used ? 0.0 : 1.0;
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "attention tc %-26s %s %-8s %s vs prefill kernels: %lld of %zu values differ in "
+                  "bits",
+                  l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", what,
+                  static_cast<long long>(differ), prefill_kernels.size());
+    bits.line = text;
+    out.push_back(bits);
+  };
+  bitwise(decode_kernels, "decode kernels");
+  bitwise(heads16_kernels, "decode kernels at 16 heads a block");
   KernelCheck split;
   split.tolerance = kc.tolerance;
   split.rel_error = e.sync().ok() && used && !split_err.non_finite ? split_err.rel : 1.0;
-  std::snprintf(line, sizeof line,
-                "attention tc %-26s %s %-8s decode kernels, P·V split over 8 ranks: rel.err %.2e "
-                "(tol %.0e)",
-                l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact",
-                split.rel_error, split.tolerance);
+  std::snprintf(
+      line, sizeof line,
+      "attention tc %-26s %s %-8s decode kernels, 16 heads, P·V split over 8 ranks: rel.err %.2e "
+      "(tol %.0e)",
+      l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", split.rel_error,
+      split.tolerance);
   split.line = line;
   out.push_back(split);
 }
