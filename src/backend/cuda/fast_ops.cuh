@@ -60,6 +60,11 @@ struct TopkArgs {
 };
 bool topk_select_supported(int topk, int64_t stride);
 void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int32_t* cnt);
+// The top-k of decode-sized launches (≤ 16 rows, ≤ 4,096 visible entries, V4's rank order) by
+// counting each entry's rank on many blocks: the same entries in the same order
+// (DEEPINFER_CUDA_TOPK_RANK=1; off until measured).
+bool topk_rank();
+void set_topk_rank(bool on);
 
 // q_head_norm_official(): a warp per head row (the sum of squares still in row order).
 void q_head_norm_official_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, float eps);

@@ -4,7 +4,8 @@
 // leaves them), decodes of 1 and 16 sequences near 4,096 positions and a 512-row prefill chunk at
 // 7,680. Two checks a launch: the scores (≤ 1e-2 of the largest: a few bf16 ulps where a term's
 // rounding moved) and the top-k (the share of each row's selected ids the reference also selects,
-// averaged; ≥ 98 %), with the CUDA-core kernel's time beside the tensor cores'.
+// averaged; ≥ 98 %), with the CUDA-core kernel's time beside the tensor cores', and the top-k by
+// rank counting against the radix select (the same picks in the same order, bitwise).
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -70,6 +71,12 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, std::vector<
   const Result tc = run();
   const double ms_tc =
       time_ms(e, 5, [&] { indexer_topk(e, rows, a, scores.ptr, sel.ptr, cnt.ptr); });
+  const bool rank0 = topk_rank();
+  set_topk_rank(true);  // the rank-counting top-k (decode-sized launches): the same picks
+  const Result ranked = run();
+  const double ms_rank =
+      time_ms(e, 5, [&] { indexer_topk(e, rows, a, scores.ptr, sel.ptr, cnt.ptr); });
+  set_topk_rank(rank0);
   set_fast_kernels(fast0);
   set_indexer_tc(tc0);
   // Scores: every visible entry (and the −inf past them).
@@ -125,6 +132,15 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, std::vector<
                 l.name.c_str(), kTopk, 100.0 * overlap, counts_equal ? "" : " (counts differ)");
   kt.line = line;
   out.push_back(kt);
+  KernelCheck kr;
+  kr.tolerance = 0;
+  kr.rel_error = ok && ranked.sel == tc.sel && ranked.cnt == tc.cnt ? 0.0 : 1.0;
+  std::snprintf(line, sizeof line,
+                "indexer tc %-24s top-%d by rank counting: %s the radix select's picks, scores + "
+                "top-k %7.3f ms (radix %7.3f)",
+                l.name.c_str(), kTopk, kr.rel_error == 0 ? "the same as" : "NOT", ms_rank, ms_tc);
+  kr.line = line;
+  out.push_back(kr);
 }
 
 }  // namespace
