@@ -12,7 +12,9 @@ bin=$1 out=$2 layers=${3:-4} batches=${4:-"1 4"}
 shift $(($# < 4 ? $# : 4))
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(- DEEPINFER_CUDA_EXPERTS_STREAM=1
-  DEEPINFER_CUDA_EXPERTS_STREAM=2 DEEPINFER_CUDA_FP4_INT_DECODE=0)
+  DEEPINFER_CUDA_EXPERTS_STREAM=2
+  DEEPINFER_CUDA_ATTN_DECODE_HEADS=16,DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX=1,DEEPINFER_CUDA_TOPK_RANK=1
+  DEEPINFER_CUDA_ATTN_DECODE_HEADS=16,DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX=1,DEEPINFER_CUDA_TOPK_RANK=1,DEEPINFER_CUDA_ATTN_PV_SPLIT=8)
 root=/tmp/deepinfer-slices
 shm_free=$(df --output=avail -B1G /dev/shm 2> /dev/null | tail -1 | tr -d ' ')
 if [ "${shm_free:-0}" -gt 30 ]; then root=/dev/shm/deepinfer-slices; fi
