@@ -97,12 +97,6 @@ __global__ void __launch_bounds__(128)
   }
 }
 
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
 // 2. The softmax of one (row, head) per warp, in place over its logits; slots without a key get
 // weight 0. Official: the reference's tiles over its slot order (OfficialSlots), each tile's
 // probabilities bf16(exp(l − running max)) times the later tiles' rescales over the denominator.

@@ -47,12 +47,6 @@ int g_pv_split = [] {
 // measured: attention_tc.cu's softmax_kernel then).
 bool g_decode_softmax = env_switch("DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX", false);
 
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
-
 // 1. The logits: a block per (row, kBH heads, 32 slots), 4 warps; with 64 heads warp w owns heads
 // 16w … 16w + 15 × the 32 slots, with 16 (four times the blocks, each reading a quarter of the q
 // rows: at batch 1 a 64-head HCA launch is 5 blocks) warp w owns the 16 heads × slots 8w … 8w + 7.

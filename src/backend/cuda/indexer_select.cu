@@ -48,9 +48,14 @@ __global__ void __launch_bounds__(kSelThreads)
   }
   if (k == 0) return;
   const float* s = ta.scores + r * ta.stride;
-  if (rank_mode) {
+  const bool cached = rank_mode || (fast && vis <= kSelCached);
+  if (cached) {
+    // The row's keys read once (every load in flight) for the rank counts or the select's five
+    // passes over them.
     for (int64_t j = tid; j < vis; j += kSelThreads) keys[j] = order_key(s[j]);
     __syncthreads();
+  }
+  if (rank_mode) {
     const int i = part * kRankEntries + tid / kRankLanes, lane = tid % kRankLanes;
     const uint32_t ki = i < vis ? keys[i] : 0u;
     int above = 0;
@@ -64,10 +69,7 @@ __global__ void __launch_bounds__(kSelThreads)
     if (lane == 0 && i < vis && above < k) out[above] = i;
     return;
   }
-  if (fast && vis <= kSelCached) {
-    // The row's keys read once (every load in flight) for the select's five passes over them.
-    for (int64_t j = tid; j < vis; j += kSelThreads) keys[j] = order_key(s[j]);
-    __syncthreads();
+  if (cached) {
     block_select<kSelThreads>(
         vis, k, ta.by_id, [](int64_t j) { return keys[j]; }, sh, picked, true);
   } else {
@@ -95,11 +97,12 @@ void set_topk_rank(bool on) { g_topk_rank = on; }
 void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int32_t* cnt) {
   if (rows.n <= 0) return;
   const bool rank = g_topk_rank && g_topk_fast && !a.by_id && rows.n <= kRankMaxRows;
-  const int parts = rank ? static_cast<int>(std::min<int64_t>(
-                               kRankParts, (a.stride + kRankEntries - 1) / kRankEntries))
-                         : 1;
-  e.launch(topk_select_kernel, static_cast<unsigned>(rows.n * std::max(parts, 1)), kSelThreads, 0,
-           rows, a, sel, cnt, g_topk_fast, std::max(parts, 1));
+  const int parts = rank
+                        ? std::clamp(static_cast<int>((a.stride + kRankEntries - 1) / kRankEntries),
+                                     1, kRankParts)
+                        : 1;
+  e.launch(topk_select_kernel, static_cast<unsigned>(rows.n * parts), kSelThreads, 0, rows, a, sel,
+           cnt, g_topk_fast, parts);
   e.note(cudaGetLastError());
 }
 

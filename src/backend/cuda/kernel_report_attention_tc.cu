@@ -85,9 +85,9 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   // kernels at every row count and the unsplit decode variants with their register softmax at
   // every row count, 64 and 16 heads a block (compared bitwise), and those with P·V split over 8
   // ranks (checked against the reference).
-  auto run = [&](bool decode, int decode_rows, int pv_split, int heads, double& ms) {
+  auto run = [&](bool decode, int decode_rows, bool softmax, int heads, int pv_split, double& ms) {
     set_attention_tc_decode(decode);
-    set_attention_tc_decode_softmax(decode_rows == 1 << 30 || softmax0);
+    set_attention_tc_decode_softmax(softmax);
     set_attention_tc_decode_heads(heads);
     set_attention_tc_decode_rows(decode_rows);
     set_attention_tc_pv_split(pv_split);
@@ -98,11 +98,12 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
     return h;
   };
   double ms_tc = 0, ms_prefill = 0, ms_decode = 0, ms_heads16 = 0, ms_split = 0;
-  const std::vector<float> tc = run(dec0, dec_rows0, split0, heads0, ms_tc);
-  const std::vector<float> prefill_kernels = run(false, 0, 0, 64, ms_prefill);
-  const std::vector<float> decode_kernels = run(true, 1 << 30, 0, 64, ms_decode);
-  const std::vector<float> heads16_kernels = run(true, 1 << 30, 0, 16, ms_heads16);
-  const std::vector<float> split_kernels = run(true, 1 << 30, 8, 16, ms_split);
+  constexpr int kEveryRow = 1 << 30;
+  const std::vector<float> tc = run(dec0, dec_rows0, softmax0, heads0, split0, ms_tc);
+  const std::vector<float> prefill_kernels = run(false, 0, false, 64, 0, ms_prefill);
+  const std::vector<float> decode_kernels = run(true, kEveryRow, true, 64, 0, ms_decode);
+  const std::vector<float> heads16_kernels = run(true, kEveryRow, true, 16, 0, ms_heads16);
+  const std::vector<float> split_kernels = run(true, kEveryRow, true, 16, 8, ms_split);
   set_attention_tc_pv_split(split0);
   set_attention_tc_decode_heads(heads0);
   set_attention_tc_decode_softmax(softmax0);

@@ -22,6 +22,13 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// The warp's sum of v by xor shuffles (offsets 16 … 1), in every lane.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
 // The block's sum of v, warp sums by shuffles, then warp 0 over the warp sums; shared ≥ 33 floats.
 // Ends on a barrier: every thread's reads before the call are done when it returns.
 __device__ __forceinline__ float block_sum_any(float v, float* shared) {
