@@ -2,10 +2,8 @@
 // attention_tc.cu on more, smaller blocks, with their global loads issued all at once into
 // registers ahead of the products (the prefill kernels' loads were a chain of dependent round trips
 // on 2–10 blocks at one row).
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
-#include <algorithm>
 #include <cstdlib>
 
 #include "backend/cuda/attention_tc.cuh"
@@ -18,8 +16,6 @@
 namespace deepinfer::cuda {
 namespace {
 
-namespace cg = cooperative_groups;
-
 constexpr int kSlotTile = 64;             // the official softmax's tile (the reference's)
 constexpr int kSoftmaxWarps = 8;          // softmax (row, head) pairs a block
 constexpr int kDecSlotTile = 32;          // slots per logits block
@@ -30,22 +26,17 @@ constexpr int kDecLdV =
     kDecPvDims + 8;  // 80-byte rows: the eight rows of an ldmatrix hit all banks
 constexpr int pv_threads(int heads) { return heads == 64 ? 256 : 128; }
 
-// Heads a logits / P·V block (DEEPINFER_CUDA_ATTN_DECODE_HEADS: 64, or 16 for four times the
-// blocks; the same bits either way).
+// Heads a logits / P·V block: 16 by default, four times the blocks (H100, batch 1: CSA decode
+// attention 0.036 → 0.028 ms, HCA 0.023 → 0.019); DEEPINFER_CUDA_ATTN_DECODE_HEADS=64 keeps 64.
+// The same bits either way.
 int g_heads = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_ATTN_DECODE_HEADS");
-  return v && std::atoi(v) == 16 ? 16 : 64;
+  return v && std::atoi(v) == 64 ? 64 : 16;
 }();
-// The most blocks (a cluster) P·V splits a row's slots over, 64 slots or more each
-// (DEEPINFER_CUDA_ATTN_PV_SPLIT; 0 or 1: unsplit). Not in batch-invariant mode: the split changes
-// the sums' order, so a decode row would no longer give a prefill row's bits.
-int g_pv_split = [] {
-  const char* v = std::getenv("DEEPINFER_CUDA_ATTN_PV_SPLIT");
-  return v && *v ? std::clamp(std::atoi(v), 0, 8) : 0;
-}();
-// The register softmax (the same bits), with DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX=1 (off until
-// measured: attention_tc.cu's softmax_kernel then).
-bool g_decode_softmax = env_switch("DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX", false);
+// The register softmax (the same bits), on by default (H100, 4-layer slice at batch 1, with the
+// 16-head blocks and the rank top-k: 1.29 / 1.30 ms a step vs 1.30 / 1.31);
+// DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX=0 takes attention_tc.cu's softmax_kernel.
+bool g_decode_softmax = env_switch("DEEPINFER_CUDA_ATTN_DECODE_SOFTMAX", true);
 
 // 1. The logits: a block per (row, kBH heads, 32 slots), 4 warps; with 64 heads warp w owns heads
 // 16w … 16w + 15 × the 32 slots, with 16 (four times the blocks, each reading a quarter of the q
@@ -278,12 +269,10 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
 // loads in flight and every key address of the row resolved once up front (S ≤ kDecodeMaxSlots).
 // 64 heads: 8 warps of 16 heads × 16 dims; 16 heads (four times the blocks: at batch 1 the 64-head
 // launch is 16 blocks walking every slot): 4 warps of 16 heads × 8 dims. Per element the same
-// 16-slot mma sequence as the prefill pv_kernel (same bits). With gridDim.z > 1 (a cluster of z
-// blocks, attention_tc_pv_split) block z takes slots [z · span, (z + 1) · span) and the cluster's
-// partial sums are added in rank order through distributed shared memory.
+// 16-slot mma sequence as the prefill pv_kernel (same bits).
 template <bool kSplitV, int kBH>
 __global__ void __launch_bounds__(pv_threads(kBH))
-    decode_pv_kernel(const Rows rw, const AttnArgs a, int S, int span, int groups,
+    decode_pv_kernel(const Rows rw, const AttnArgs a, int S, int groups,
                      const float* __restrict__ probs, float* __restrict__ o) {
   pdl_begin();
   constexpr int kThreads = pv_threads(kBH), kMT = kBH / 16;
@@ -300,8 +289,7 @@ __global__ void __launch_bounds__(pv_threads(kBH))
   const int h0 = static_cast<int>(blockIdx.x % groups) * kBH;
   const int c0 = static_cast<int>(blockIdx.y) * kDecPvDims;
   const int mt = warp % kMT, nb = warp / kMT * kNW;
-  const int lo = static_cast<int>(blockIdx.z) * span, hi = min(S, lo + span);
-  for (int s = lo + tid; s < hi; s += kThreads) keys[s] = attn_key_at(rw, a, r, s);
+  for (int s = tid; s < S; s += kThreads) keys[s] = attn_key_at(rw, a, r, s);
   __syncthreads();
   const float* pr = probs + (r * a.H + h0) * S;
   using PRegs = float[kP];
@@ -310,12 +298,12 @@ __global__ void __launch_bounds__(pv_threads(kBH))
 #pragma unroll
     for (int u = 0; u < kP; ++u) {
       const int i = tid + u * kThreads, row = i / kDecPvSlots, j = i % kDecPvSlots;
-      pn[u] = s0 + j < hi && keys[s0 + j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
+      pn[u] = s0 + j < S && keys[s0 + j] ? pr[static_cast<int64_t>(row) * S + s0 + j] : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kV; ++u) {
       const int i = tid + u * kThreads, j = i / kRow;
-      const float* k = s0 + j < hi ? keys[s0 + j] : nullptr;
+      const float* k = s0 + j < S ? keys[s0 + j] : nullptr;
       vn[u] = k ? *reinterpret_cast<const float4*>(k + c0 + i % kRow * 4) : float4{0, 0, 0, 0};
     }
   };
@@ -333,7 +321,7 @@ __global__ void __launch_bounds__(pv_threads(kBH))
       store4(vh, vl, kDecLdV, i / kRow, i % kRow * 4, vn[u], !kSplitV, kSplitV);
     }
     __syncthreads();
-    if (s0 + 2 * kDecPvSlots < hi) fetch(s0 + 2 * kDecPvSlots, pn, vn);  // two steps in flight
+    if (s0 + 2 * kDecPvSlots < S) fetch(s0 + 2 * kDecPvSlots, pn, vn);  // two steps in flight
 #pragma unroll
     for (int k0 = 0; k0 < kDecPvSlots; k0 += 16) {
       uint32_t ah[4], al[4];
@@ -356,39 +344,13 @@ __global__ void __launch_bounds__(pv_threads(kBH))
   };
   PRegs pa, pb;
   VRegs va, vb;
-  fetch(lo, pa, va);
-  if (lo + kDecPvSlots < hi) fetch(lo + kDecPvSlots, pb, vb);
-  for (int s0 = lo; s0 < hi; s0 += 2 * kDecPvSlots) {
+  fetch(0, pa, va);
+  if (kDecPvSlots < S) fetch(kDecPvSlots, pb, vb);
+  for (int s0 = 0; s0 < S; s0 += 2 * kDecPvSlots) {
     step(s0, pa, va);
-    if (s0 + kDecPvSlots < hi) step(s0 + kDecPvSlots, pb, vb);
+    if (s0 + kDecPvSlots < S) step(s0 + kDecPvSlots, pb, vb);
   }
   const int g = lane / 4, t = lane % 4;
-  if (gridDim.z > 1) {
-    // The block's sums [kBH heads][32 dims] in its (now idle) probability tiles; each rank then
-    // adds every rank's value of its share of the outputs, rank 0 first.
-    float* part = reinterpret_cast<float*>(ph);
-    static_assert(sizeof(ph) >= kBH * kDecPvDims * sizeof(float), "the partial sums fit");
-#pragma unroll
-    for (int nt = 0; nt < kNW; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int head = mt * 16 + g + (i >= 2 ? 8 : 0), c = (nb + nt) * 8 + 2 * t + (i & 1);
-        part[head * kDecPvDims + c] = acc[nt][i];
-      }
-    }
-    cg::cluster_group cluster = cg::this_cluster();
-    const unsigned rank = cluster.block_rank(), parts = cluster.num_blocks();
-    cluster.sync();  // every rank's sums written and visible
-    for (int i = static_cast<int>(rank) * kThreads + tid; i < kBH * kDecPvDims;
-         i += static_cast<int>(parts) * kThreads) {
-      float v = 0.0f;
-      for (unsigned q = 0; q < parts; ++q) v += cluster.map_shared_rank(part, q)[i];
-      const int head = i / kDecPvDims, c = i % kDecPvDims;
-      o[(r * a.H + h0 + head) * a.D + c0 + c] = a.official ? bf16r(v) : v;
-    }
-    cluster.sync();  // the other ranks' shared memory stays until every rank has read it
-    return;
-  }
   float* out = o + (r * a.H + h0) * a.D + c0 + nb * 8;
 #pragma unroll
   for (int nt = 0; nt < kNW; ++nt) {
@@ -416,32 +378,18 @@ void launch_logits(Exec& e, const Rows& rows, const AttnArgs& a, int S, float* p
 
 template <int kBH>
 void launch_pv(Exec& e, const Rows& rows, const AttnArgs& a, int S, const float* probs, float* o) {
-  // Split: the 64-slot steps shared out evenly over at most g_pv_split ranks, none empty.
-  const int steps = (S + kDecPvSlots - 1) / kDecPvSlots;
-  const int max_parts = batch_invariant() ? 1 : std::max(1, g_pv_split);
-  const int per_part = (steps + max_parts - 1) / max_parts;
-  const int parts = (steps + per_part - 1) / per_part, span = per_part * kDecPvSlots;
   const int groups = a.H / kBH;
-  const dim3 grid(static_cast<unsigned>(rows.n * groups), static_cast<unsigned>(a.D / kDecPvDims),
-                  static_cast<unsigned>(parts));
+  const dim3 grid(static_cast<unsigned>(rows.n * groups), static_cast<unsigned>(a.D / kDecPvDims));
   auto kernel = a.official ? decode_pv_kernel<false, kBH> : decode_pv_kernel<true, kBH>;
-  const dim3 block(pv_threads(kBH));
-  if (parts > 1) {
-    e.launch_cluster(kernel, grid, block, 0, dim3(1, 1, static_cast<unsigned>(parts)), rows, a, S,
-                     span, groups, probs, o);
-  } else {
-    e.launch(kernel, grid, block, 0, rows, a, S, span, groups, probs, o);
-  }
+  e.launch(kernel, grid, pv_threads(kBH), 0, rows, a, S, groups, probs, o);
 }
 
 }  // namespace
 
 bool attention_tc_decode_softmax() { return g_decode_softmax; }
 void set_attention_tc_decode_softmax(bool on) { g_decode_softmax = on; }
-int attention_tc_pv_split() { return g_pv_split; }
-void set_attention_tc_pv_split(int parts) { g_pv_split = std::clamp(parts, 0, 8); }
 int attention_tc_decode_heads() { return g_heads; }
-void set_attention_tc_decode_heads(int heads) { g_heads = heads == 16 ? 16 : 64; }
+void set_attention_tc_decode_heads(int heads) { g_heads = heads == 64 ? 64 : 16; }
 
 void decode_logits_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, float* probs) {
   if (g_heads == 16) {

@@ -1,8 +1,7 @@
 // The decode-sized variants of the tensor-core attention's three kernels (attention_tc_decode.cu),
 // launched by attention_tc_run for launches of at most attention_tc_decode_rows() rows and
 // kDecodeMaxSlots slots. Each output element gets the prefill kernels' fragments and mma sequence
-// (the same bits), except the P·V split over a cluster (attention_tc_pv_split), whose sums run in
-// another order.
+// (the same bits).
 #pragma once
 
 #include "backend/cuda/attention.cuh"

@@ -359,7 +359,6 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   sample_specs.allocate(exec, static_cast<size_t>(S));
   sampled.allocate(exec, static_cast<size_t>(S));
   expert_plan.allocate(exec, N * K, static_cast<int>(E));
-  expert_plan.allocate_stream(exec, expert_stream_tiles(static_cast<int>(K), d, inter));
   const size_t meta_n =
       static_cast<size_t>(6 * N + 4 * S + ratios.size() * 4 * (N + S) + 2 * N + 16);
   meta.allocate(exec, meta_n);

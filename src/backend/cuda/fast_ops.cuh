@@ -62,7 +62,8 @@ bool topk_select_supported(int topk, int64_t stride);
 void topk_select(Exec& e, const Rows& rows, const TopkArgs& a, int32_t* sel, int32_t* cnt);
 // The top-k of decode-sized launches (≤ 16 rows, ≤ 4,096 visible entries, V4's rank order) by
 // counting each entry's rank on many blocks: the same entries in the same order
-// (DEEPINFER_CUDA_TOPK_RANK=1; off until measured).
+// (on unless DEEPINFER_CUDA_TOPK_RANK=0; H100, scores + top-k of one row 0.025 → 0.020 ms against
+// the radix select).
 bool topk_rank();
 void set_topk_rank(bool on);
 

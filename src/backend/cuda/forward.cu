@@ -420,7 +420,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   if (w13_mma) {
     const MmaGemvJob w13[2] = {{&B.ffn.w1, xn_q, d, sh1.ptr, inter_sh, true},
                                {&B.ffn.w3, xn_q, d, sh3.ptr, inter_sh, true}};
-    gemv_mma(sx, w13, 2, n);
+    gemv_mma(sx, w13, 2, n, side ? shared_expert_min_blocks() : 0);
   } else {
     linear(sx, xn.ptr, d, n, B.ffn.w1, sh1.ptr, inter_sh, official, sq, xn_q);
     linear(sx, xn.ptr, d, n, B.ffn.w3, sh3.ptr, inter_sh, official, sq, xn_q);

@@ -47,12 +47,20 @@ __global__ void __launch_bounds__(kThreads, 2)
   float* y;
   bool round_out;
   int n;
+  SwigluStage sw{};
+  bool early = !kExperts;  // the weights' loads may start before the launch before has finished
   if constexpr (kExperts) {
-    pdl_begin();  // the slot's expert id comes from the routing launch before
     const ExpertJobs& X = L.ex;
+    // The slot's expert id comes from the routing launch, the launch before unless settled.
+    early = X.ids_settled;
+    if (!early) pdl_begin();
     const int job = tile / X.tiles, p = job / X.slots, s = job % X.slots;
     w = X.experts[p][X.idx[s]];
-    x = X.x + (X.x_per_slot ? s : s / X.per_token) * X.ldx;
+    const int64_t xrow = (X.x_per_slot ? s : s / X.per_token) * X.ldx;
+    x = X.x + xrow;
+    if (X.swiglu_h3)
+      sw = {X.swiglu_h3 + xrow, X.swiglu_row_w ? X.swiglu_row_w + s : nullptr, X.swiglu_limit,
+            X.swiglu_official};
     ldx = X.ldx;
     y = X.y[p] + s * X.ldy;
     ldy = X.ldy;
@@ -116,8 +124,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
   // The weights are constant: their loads may start before the launch before has finished.
-  if constexpr (!kExperts) pdl_begin();
-  stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv);
+  if (early) pdl_begin();
+  stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv, sw.h3 ? &sw : nullptr);
   __syncthreads();
   for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
 #pragma unroll
@@ -163,6 +171,15 @@ int g_fp4_int_decode = [] {
   return d == 1 || d == 2 ? d : 0;
 }();
 bool g_fp8_full_sectors = env_switch("DEEPINFER_CUDA_FP8_FULL_SECTORS", false);
+bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", false);
+bool g_early_loads = env_switch("DEEPINFER_CUDA_EXPERTS_EARLY_LOADS", false);
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+// Blocks an FP4 experts launch splits K for (DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS, default 256).
+const int g_fp4_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS", 256));
+const int g_shared_min_blocks = std::max(0, env_int("DEEPINFER_CUDA_SHARED_MIN_BLOCKS", 0));
 int g_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
   const int s = v ? std::atoi(v) : 0;
@@ -225,6 +242,11 @@ void set_fp4_int_decode(int rows) { g_fp4_int_decode = rows == 1 || rows == 2 ? 
 int fp4_int_decode() { return g_fp4_int_decode; }
 void set_fp8_full_sectors(bool on) { g_fp8_full_sectors = on; }
 bool fp8_full_sectors() { return g_fp8_full_sectors; }
+bool experts_swiglu_fold() { return g_swiglu_fold; }
+void set_experts_swiglu_fold(bool on) { g_swiglu_fold = on; }
+bool experts_early_loads() { return g_early_loads; }
+void set_experts_early_loads(bool on) { g_early_loads = on; }
+int shared_expert_min_blocks() { return g_shared_min_blocks; }
 
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
   return g_on && n >= 1 && n <= kMaxRows && w.format == DevFormat::FP8 && w.block_out == 128 &&
@@ -232,7 +254,7 @@ bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t l
          w.stride % 16 == 0 && aligned16(w.data) && aligned16(x) && ldx % 4 == 0;
 }
 
-void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n) {
+void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blocks) {
   MmaLaunch L{};
   L.count = count;
   L.n = static_cast<int>(n);
@@ -249,7 +271,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n) {
   }
   L.first[count] = tiles;
   if (tiles == 0) return;
-  const int s = choose_split(tiles, n, min_in, max_in, 128);
+  const int s = choose_split(tiles, n, min_in, max_in, 128, min_blocks > 0 ? min_blocks : 128);
   launch_split<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
 }
 
@@ -265,10 +287,7 @@ bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {
 }
 
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
-                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy,
-                 const ExpertStreamScratch* scratch) {
-  if (scratch && experts_stream(e, p, idx, slots, per_token, x, ldx, x_per_slot, ldy, *scratch))
-    return;
+                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy) {
   MmaLaunch L{};
   L.full_sectors = g_fp8_full_sectors;
   ExpertJobs& X = L.ex;
@@ -281,7 +300,7 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   // block keeps ≥ 8 K steps: w2 (2,048 values a row) unsplit, H200 0.0176 vs 0.0183 ms split 2,
   // H100 0.0189 vs 0.0213.
   const bool fp4 = p.format == DevFormat::FP4;
-  const int s = choose_split(tiles, 1, p.in, p.in, step, fp4 ? 256 : 128, fp4 ? 8 : 1);
+  const int s = choose_split(tiles, 1, p.in, p.in, step, fp4 ? g_fp4_min_blocks : 128, fp4 ? 8 : 1);
   const size_t shared = input_bytes(1, p.in / s, 128);
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);

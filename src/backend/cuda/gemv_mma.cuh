@@ -46,8 +46,12 @@ bool fp8_full_sectors();
 // 128 values (FP8-quantized or bf16 values are, bar magnitudes 2^-29 below their block's largest).
 // Launches of fewer than 128 tiles of 128 rows split K over a cluster of up to 8 blocks.
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx);
-// jobs[0, count) (count ≤ kMaxGemvJobs, each gemv_mma_supported at n): one launch.
-void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n);
+// jobs[0, count) (count ≤ kMaxGemvJobs, each gemv_mma_supported at n): one launch, K split until
+// it has min_blocks blocks (0: the default, 128).
+void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blocks = 0);
+// min_blocks of the shared expert's w1 + w3 launch beside the routed experts
+// (DEEPINFER_CUDA_SHARED_MIN_BLOCKS, default 0: gemv_mma's), to put both launches in one wave.
+int shared_expert_min_blocks();
 
 // The routed experts of one token (slots = its top-k), as one launch per product set: slot s of
 // product p reads experts[p][idx[s]] and writes y[p] + s · ldy, bf16-rounded; its input row is
@@ -62,40 +66,27 @@ struct ExpertMmaProducts {
   int count = 0;  // 1 or 2 products (w1 and w3 share their input)
   DevFormat format = DevFormat::FP4;
   int64_t out = 0, in = 0;
+  // w2 with its SwiGLU folded in (experts_swiglu_fold()): x is w1's output and swiglu_h3 w3's,
+  // and each block stages swiglu_quant's FP8 inputs itself (the same operations, the same bits),
+  // scaled by the slot's routing weight where swiglu_row_w is given.
+  const float* swiglu_h3 = nullptr;
+  const float* swiglu_row_w = nullptr;
+  float swiglu_limit = 0.0f;
+  bool swiglu_official = false;
+  // The slots' expert ids were written two launches back or more, so the weights' first K steps
+  // may load before the launch before has finished (experts_early_loads()).
+  bool ids_settled = false;
 };
-// Scratch of the expert launches that keep every block busy (experts_stream): the partial sums of
-// tiles split between blocks (kExpertStreamParts a tile at most), each tile's count of parts done
-// and the dynamic schedule's two counters (all zero between launches). The launches of one
-// scratch run one after another (one stream).
-constexpr int kExpertStreamParts = 8;
-struct ExpertStreamScratch {
-  float* partials = nullptr;
-  int32_t* arrivals = nullptr;  // [tiles]
-  int32_t* counters = nullptr;  // [2]
-  int64_t tiles = 0;            // partials: tiles × kExpertStreamParts × 128 floats
-};
-// Tiles of 128 rows of one token's launches at most: slots × products × rows.
-inline int64_t expert_stream_tiles(int slots, int64_t d, int64_t inter) {
-  return int64_t{2} * slots * ((std::max(d, inter) + 127) / 128);
-}
+// The one-token routed w2 with its SwiGLU folded in (DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD, default
+// off until measured) and its weight loads issued before the launch before ends
+// (DEEPINFER_CUDA_EXPERTS_EARLY_LOADS, default off until measured). Both keep every bit.
+bool experts_swiglu_fold();
+void set_experts_swiglu_fold(bool on);
+bool experts_early_loads();
+void set_experts_early_loads(bool on);
 // Whether an expert shaped like w (every expert of the product alike) runs here on x.
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx);
-// With scratch, as one stream-K launch where experts_stream takes it, else K-split launches.
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
-                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy,
-                 const ExpertStreamScratch* scratch = nullptr);
-
-// experts_mma with every resident block busy to the end (experts_stream.cu), mode 1 (stream-K):
-// a grid of the resident blocks, each an equal share of the launch's (tile, K step) sequence,
-// tiles shared by blocks summed in block order by their last block; mode 2 (dynamic): units of
-// 4 K steps taken from a counter, summed in unit order by a tile's last. Bits fixed by the launch
-// shape, not those of the K-split launches. DEEPINFER_CUDA_EXPERTS_STREAM=0 / 1 / 2 (default 0
-// until a device has timed them).
-// False where not taken: mode 0, inputs too long for shared memory, scratch too small.
-void set_experts_stream(int mode);
-int experts_stream_mode();
-bool experts_stream(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots,
-                    int per_token, const float* x, int64_t ldx, bool x_per_slot, int64_t ldy,
-                    const ExpertStreamScratch& scratch);
+                 const float* x, int64_t ldx, bool x_per_slot, int64_t ldy);
 
 }  // namespace deepinfer::cuda

@@ -1,6 +1,6 @@
-// The tensor-core GEMV's device pieces (gemv_mma.cu's K-split launches, experts_stream.cu's
-// stream-K expert launches): the block shape, the FP8 / FP4 decodes to f16, the inputs' staging in
-// shared memory and one K step of a warp's 16-row tile.
+// The tensor-core GEMV's device pieces (gemv_mma.cu's K-split launches): the block shape, the
+// FP8 / FP4 decodes to f16, the inputs' staging in shared memory and one K step of a warp's
+// 16-row tile.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -14,6 +14,7 @@
 #include "backend/cuda/formats.cuh"
 #include "backend/cuda/gemv_mma.cuh"
 #include "backend/cuda/row_reduce.cuh"
+#include "backend/cuda/swiglu_value.cuh"
 
 namespace deepinfer::cuda::mma {
 
@@ -36,6 +37,11 @@ struct ExpertJobs {
   int64_t ldx, ldy;
   int slots, per_token, tiles;  // tiles: per job
   bool x_per_slot;
+  bool ids_settled;        // weights may load before pdl_begin
+  const float* swiglu_h3;  // non-null: x is w1's output, staged through swiglu_quant's steps
+  const float* swiglu_row_w;
+  float swiglu_limit;
+  bool swiglu_official;
 };
 
 // The jobs of one experts_mma launch.
@@ -52,6 +58,11 @@ inline ExpertJobs expert_jobs(const ExpertMmaProducts& p, const int32_t* idx, in
   X.per_token = per_token;
   X.x_per_slot = x_per_slot;
   X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
+  X.ids_settled = p.ids_settled;
+  X.swiglu_h3 = p.swiglu_h3;
+  X.swiglu_row_w = p.swiglu_row_w;
+  X.swiglu_limit = p.swiglu_limit;
+  X.swiglu_official = p.swiglu_official;
   return X;
 }
 
@@ -170,18 +181,54 @@ __device__ __forceinline__ float2 fp4_step_exact(uint4 w0, uint4 w1, uint4 w2, u
   return make_float2(sum[0], sum[1]);
 }
 
+// Inputs made from w1's and w3's outputs by the SwiGLU and its FP8 copy (swiglu_quant's steps):
+// x is w1's row, h3 w3's, row_w the slot's routing weight (or null).
+struct SwigluStage {
+  const float* h3;
+  const float* row_w;
+  float limit;
+  bool official;
+};
+
+// Values [i, i + 4) of the SwiGLU (x: w1's outputs at i, sw->h3 + (x_at − x) w3's).
+__device__ __forceinline__ float4 swiglu4(const float* x_at, int64_t off, const SwigluStage& sw) {
+  const float4 g = *reinterpret_cast<const float4*>(x_at);
+  const float4 u = *reinterpret_cast<const float4*>(sw.h3 + off);
+  return make_float4(swiglu_value(g.x, u.x, sw.limit, sw.row_w, sw.official),
+                     swiglu_value(g.y, u.y, sw.limit, sw.row_w, sw.official),
+                     swiglu_value(g.z, u.z, sw.limit, sw.row_w, sw.official),
+                     swiglu_value(g.w, u.w, sw.limit, sw.row_w, sw.official));
+}
+__device__ __forceinline__ float4 fp8_act4(float4 v, float s) {
+  return make_float4(fp8_act_value(v.x, s), fp8_act_value(v.y, s), fp8_act_value(v.z, s),
+                     fp8_act_value(v.w, s));
+}
+__device__ __forceinline__ float amax4(float4 v) {
+  return fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+}
+
 // The block's input rows over its K slice in shared memory: fp16, each 128 values times a power of
 // two that puts their largest in [2^14, 2^15) (exact for FP8-quantized and bf16 values), and the
-// inverse of that power per (row, 128 values). FP4: each 8 in fp4_slot's order.
+// inverse of that power per (row, 128 values). FP4: each 8 in fp4_slot's order. sw (one input
+// row): the inputs are made by the SwiGLU from x and sw->h3 first, each 128-value block's FP8
+// copy at its own scale as swiglu_quant writes it.
 template <DevFormat F>
 __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n, int64_t k0,
-                                             int slice, uint16_t* xh, float* xinv) {
+                                             int slice, uint16_t* xh, float* xinv,
+                                             const SwigluStage* sw = nullptr) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if constexpr (F == DevFormat::FP8) {
     const int steps = slice >> 7;
     for (int b = warp; b < n * steps; b += kWarps) {
       const int r = b / steps, kb = b % steps;
-      const float4 v = *reinterpret_cast<const float4*>(x + r * ldx + k0 + kb * 128 + lane * 4);
+      const int64_t off = r * ldx + k0 + kb * 128 + lane * 4;
+      float4 v;
+      if (sw) {  // a warp is one 128-value block of the FP8 copy
+        v = swiglu4(x + off, off, *sw);
+        v = fp8_act4(v, fp8_act_scale(warp_max(amax4(v))));
+      } else {
+        v = *reinterpret_cast<const float4*>(x + off);
+      }
       const float amax =
           warp_max(fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
       const int e = max(static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu), 15);
@@ -198,8 +245,20 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
     const int passes = slice >> 8;  // a warp's pass: 256 values, a half-warp's 128 one scale
     for (int b = warp; b < n * passes; b += kWarps) {
       const int r = b / passes, kb = b % passes;
-      const float4* p = reinterpret_cast<const float4*>(x + r * ldx + k0 + kb * 256 + lane * 8);
-      const float4 a = p[0], c = p[1];
+      const int64_t off = r * ldx + k0 + kb * 256 + lane * 8;
+      float4 a, c;
+      if (sw) {  // a half-warp is one 128-value block of the FP8 copy
+        a = swiglu4(x + off, off, *sw);
+        c = swiglu4(x + off + 4, off + 4, *sw);
+        float m = fmaxf(amax4(a), amax4(c));
+#pragma unroll
+        for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        const float s = fp8_act_scale(m);
+        a = fp8_act4(a, s), c = fp8_act4(c, s);
+      } else {
+        const float4* p = reinterpret_cast<const float4*>(x + off);
+        a = p[0], c = p[1];
+      }
       float amax = fmaxf(fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))),
                          fmaxf(fmaxf(fabsf(c.x), fabsf(c.y)), fmaxf(fabsf(c.z), fabsf(c.w))));
 #pragma unroll

@@ -82,8 +82,9 @@ __global__ void __launch_bounds__(kSelThreads)
 // The shuffle sort and the keys in shared memory (DEEPINFER_CUDA_TOPK_FAST=0: the earlier body,
 // for A/B runs; the same entries either way).
 const bool g_topk_fast = env_switch("DEEPINFER_CUDA_TOPK_FAST", true);
-// Rank mode for decode-sized launches (DEEPINFER_CUDA_TOPK_RANK=1; off until measured).
-bool g_topk_rank = env_switch("DEEPINFER_CUDA_TOPK_RANK", false);
+// Rank mode for decode-sized launches, on by default (H100, scores + top-k of one row 0.025 →
+// 0.020 ms against the radix select); DEEPINFER_CUDA_TOPK_RANK=0 keeps the radix select.
+bool g_topk_rank = env_switch("DEEPINFER_CUDA_TOPK_RANK", true);
 
 }  // namespace
 

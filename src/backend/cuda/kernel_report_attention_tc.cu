@@ -4,8 +4,7 @@
 // visible CSA entries), a launch of two segments, and decode-sized launches (1, 4, 16 and 64
 // sequences of one row each near 4,096 positions, the threshold lowered for them); Exact and
 // official. The output is filled with NaN before each checked run, so unwritten values are caught;
-// the decode variants, forced at every row count, must give the prefill kernels' bits unsplit and
-// stay within the tolerance with P·V split over a cluster. The times
+// the decode variants, forced at every row count, must give the prefill kernels' bits. The times
 // of both and of the per-(row, head) kernel they replace are printed beside it.
 #include <algorithm>
 #include <cmath>
@@ -67,7 +66,7 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
     return h;
   };
   const bool fast0 = fast_kernels(), tc0 = attention_tc(), dec0 = attention_tc_decode();
-  const int dec_rows0 = attention_tc_decode_rows(), split0 = attention_tc_pv_split();
+  const int dec_rows0 = attention_tc_decode_rows();
   const bool softmax0 = attention_tc_decode_softmax();
   const int heads0 = attention_tc_decode_heads();
   set_fast_kernels(false);  // the reference body
@@ -81,30 +80,26 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   set_attention_tc(true);
   const int min_rows0 = attention_tc_min_rows();
   set_attention_tc_min_rows(1);  // decode-sized launches too
-  // Five configurations: as the forward runs (checked against the reference), the prefill
-  // kernels at every row count and the unsplit decode variants with their register softmax at
-  // every row count, 64 and 16 heads a block (compared bitwise), and those with P·V split over 8
-  // ranks (checked against the reference).
-  auto run = [&](bool decode, int decode_rows, bool softmax, int heads, int pv_split, double& ms) {
+  // Four configurations: as the forward runs (checked against the reference), the prefill
+  // kernels at every row count and the decode variants with their register softmax at every row
+  // count, 64 and 16 heads a block (compared bitwise).
+  auto run = [&](bool decode, int decode_rows, bool softmax, int heads, double& ms) {
     set_attention_tc_decode(decode);
     set_attention_tc_decode_softmax(softmax);
     set_attention_tc_decode_heads(heads);
     set_attention_tc_decode_rows(decode_rows);
-    set_attention_tc_pv_split(pv_split);
     e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
     attention(e, rows, a, probs.ptr, o.ptr);
     std::vector<float> h = result();
     ms = time_ms(e, 20, [&] { attention(e, rows, a, probs.ptr, o.ptr); });
     return h;
   };
-  double ms_tc = 0, ms_prefill = 0, ms_decode = 0, ms_heads16 = 0, ms_split = 0;
+  double ms_tc = 0, ms_prefill = 0, ms_decode = 0, ms_heads16 = 0;
   constexpr int kEveryRow = 1 << 30;
-  const std::vector<float> tc = run(dec0, dec_rows0, softmax0, heads0, split0, ms_tc);
-  const std::vector<float> prefill_kernels = run(false, 0, false, 64, 0, ms_prefill);
-  const std::vector<float> decode_kernels = run(true, kEveryRow, true, 64, 0, ms_decode);
-  const std::vector<float> heads16_kernels = run(true, kEveryRow, true, 16, 0, ms_heads16);
-  const std::vector<float> split_kernels = run(true, kEveryRow, true, 16, 8, ms_split);
-  set_attention_tc_pv_split(split0);
+  const std::vector<float> tc = run(dec0, dec_rows0, softmax0, heads0, ms_tc);
+  const std::vector<float> prefill_kernels = run(false, 0, false, 64, ms_prefill);
+  const std::vector<float> decode_kernels = run(true, kEveryRow, true, 64, ms_decode);
+  const std::vector<float> heads16_kernels = run(true, kEveryRow, true, 16, ms_heads16);
   set_attention_tc_decode_heads(heads0);
   set_attention_tc_decode_softmax(softmax0);
   const bool used = attention_tc_supported(a, n);
@@ -113,7 +108,7 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   set_attention_tc_min_rows(min_rows0);
   set_fast_kernels(fast0);
   set_attention_tc(tc0);
-  const OutputError err = max_rel_error(ref, tc), split_err = max_rel_error(ref, split_kernels);
+  const OutputError err = max_rel_error(ref, tc);
   KernelCheck kc;
   kc.tolerance = official ? 1e-2 : 1e-4;  // official outputs are bf16: a few ulps of 2^-8
   kc.rel_error = e.sync().ok() ? err.rel : 1.0;
@@ -121,12 +116,11 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   char line[400];
   std::snprintf(line, sizeof line,
                 "attention tc %-26s %s %-8s tc %7.3f ms (prefill kernels %7.3f, decode kernels "
-                "%7.3f, 16 heads a block %7.3f, + split P·V %7.3f)  per-(row, head) %7.3f ms  "
+                "%7.3f, 16 heads a block %7.3f)  per-(row, head) %7.3f ms  "
                 "reference %8.2f ms  rel.err %.2e (tol %.0e)%s%s",
                 l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", ms_tc,
-                ms_prefill, ms_decode, ms_heads16, ms_split, ms_old, ms_ref, kc.rel_error,
-                kc.tolerance, err.non_finite ? " (non-finite values)" : "",
-                used ? "" : " (not supported)");
+                ms_prefill, ms_decode, ms_heads16, ms_old, ms_ref, kc.rel_error, kc.tolerance,
+                err.non_finite ? " (non-finite values)" : "", used ? "" : " (not supported)");
   kc.line = line;
   out.push_back(kc);
   // The decode variants must give the prefill kernels' bits (batch invariance: which one a row
@@ -150,17 +144,6 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   };
   bitwise(decode_kernels, "decode kernels");
   bitwise(heads16_kernels, "decode kernels at 16 heads a block");
-  KernelCheck split;
-  split.tolerance = kc.tolerance;
-  split.rel_error = e.sync().ok() && used && !split_err.non_finite ? split_err.rel : 1.0;
-  std::snprintf(
-      line, sizeof line,
-      "attention tc %-26s %s %-8s decode kernels, 16 heads, P·V split over 8 ranks: rel.err %.2e "
-      "(tol %.0e)",
-      l.name.c_str(), csa ? "CSA" : "HCA", official ? "official" : "exact", split.rel_error,
-      split.tolerance);
-  split.line = line;
-  out.push_back(split);
 }
 
 }  // namespace

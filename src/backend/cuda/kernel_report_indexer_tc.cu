@@ -68,10 +68,11 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, std::vector<
       time_ms(e, 5, [&] { indexer_topk(e, rows, a, scores.ptr, sel.ptr, cnt.ptr); });
   set_indexer_tc(true);
   const bool used = indexer_tc_supported(a);
+  const bool rank0 = topk_rank();
+  set_topk_rank(false);  // the radix select, against which the rank counts are compared
   const Result tc = run();
   const double ms_tc =
       time_ms(e, 5, [&] { indexer_topk(e, rows, a, scores.ptr, sel.ptr, cnt.ptr); });
-  const bool rank0 = topk_rank();
   set_topk_rank(true);  // the rank-counting top-k (decode-sized launches): the same picks
   const Result ranked = run();
   const double ms_rank =

@@ -3,8 +3,9 @@
 // launch) at 1, 3 and 8 rows against the reference body (fp32 outputs, ≤ 1e-4 of the largest),
 // and its time with the weights cold in L2 at each K split (and in the other FP8 lane layout,
 // set_fp8_full_sectors) beside the CUDA-core kernels'; and the
-// one-token routed experts (FP4 and FP8, V4-Flash sizes; stream-K and K-split launches) against
-// the reference body and the grouped path's outputs, with every path's times.
+// one-token routed experts (FP4 and FP8, V4-Flash sizes; the K-split launches, SwiGLU folded into
+// w2 and w2's loads early) against the reference body and the grouped path's outputs, with every
+// path's times.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -137,13 +138,6 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   for (auto* a : {&y, &y_old, &r2}) a->allocate(e, static_cast<size_t>(K * d));
   ExpertPlanBuffers pb;
   pb.allocate(e, K, E);
-  pb.allocate_stream(e, expert_stream_tiles(K, d, inter));
-  const ExpertStreamScratch scratch = pb.plan().stream;
-  const int stream0 = experts_stream_mode();
-  // The launch schedules: stream-K, dynamic, K split.
-  const auto schedule = [](int mode) {
-    return std::string(mode == 1 ? " (stream-K)" : mode == 2 ? " (dynamic)" : " (K split)");
-  };
   const char* fname = f == DevFormat::FP4 ? "FP4" : "FP8";
   const auto line = [&](const std::string& what, double rel, double tol) {
     KernelCheck kc;
@@ -155,21 +149,19 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     kc.line = buf;
     out.push_back(kc);
   };
-  // The products alone against the reference body, slot by slot (set 0), under each schedule;
-  // w2's inputs from the first.
+  // The products alone against the reference body, slot by slot (set 0); w2's inputs from the
+  // first.
   const bool ok =
       experts_mma_supported(w1[0], x.ptr, d) && experts_mma_supported(w2[0], h1.ptr, inter);
   experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr, K, K, x.ptr, d, false,
-              inter, &scratch);
+              inter);
   e.note(cudaMemcpyAsync(xq.ptr, h1.ptr, h1.bytes(), cudaMemcpyDeviceToDevice, e.stream));
   fp8_quant_rows(e, xq.ptr, K, inter, 128);  // bf16-exact FP8 inputs for w2
-  const auto products = [&](int mode) {
-    set_experts_stream(mode);
+  const auto products = [&] {
     experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr, K, K, x.ptr, d,
-                false, inter, &scratch);
+                false, inter);
     experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr, K, K, xq.ptr,
-                inter, true, d, &scratch);
-    set_experts_stream(stream0);
+                inter, true, d);
   };
   const bool fast0 = fast_kernels();
   set_fast_kernels(false);
@@ -190,20 +182,15 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     return v;
   };
   const std::vector<float> want1 = host(r1), want3 = host(r3), want2 = host(r2);
-  for (const int mode : {1, 2, 0}) {
-    products(mode);
-    const double e13 =
-        std::max(max_rel_error(want1, host(h1)).rel, max_rel_error(want3, host(h3)).rel);
-    const std::string how = schedule(mode);
-    line("w1 + w3 launch vs the reference body" + how, ok ? e13 : 1.0, 1e-2);
-    line("w2 launch vs the reference body" + how, ok ? max_rel_error(want2, host(y)).rel : 1.0,
-         1e-2);
-  }
-  for (const int mode : {1, 2}) {  // twice: the same bits (and the counters back at zero)
-    products(mode);
+  products();
+  const double e13 =
+      std::max(max_rel_error(want1, host(h1)).rel, max_rel_error(want3, host(h3)).rel);
+  line("w1 + w3 launch vs the reference body", ok ? e13 : 1.0, 1e-2);
+  line("w2 launch vs the reference body", ok ? max_rel_error(want2, host(y)).rel : 1.0, 1e-2);
+  {  // twice: the same bits
     const std::vector<float> a1 = host(h1), a3 = host(h3), a2 = host(y);
-    products(mode);
-    line("launches twice: the same bits" + schedule(mode),
+    products();
+    line("launches twice: the same bits",
          host(h1) == a1 && host(h3) == a3 && host(y) == a2 ? 0.0 : 1.0, 0.5);
   }
   if (f == DevFormat::FP4) {
@@ -232,7 +219,7 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
                  f,
                  inter,
                  d},
-                idx0.ptr, 1, 1, x.ptr, d, false, inter, &scratch);
+                idx0.ptr, 1, 1, x.ptr, d, false, inter);
     const bool fast_was = fast_kernels();
     set_fast_kernels(false);
     linear(e, x.ptr, d, 1, mx.w, rx.ptr, inter, true, nullptr, x.ptr);
@@ -261,6 +248,21 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   sublayer(false, y_old);
   sublayer(true, y);
   line("routed sublayer vs the grouped kernels", max_rel_error(host(y_old), host(y)).rel, 1e-2);
+  // w2 with its SwiGLU folded in, its loads early, both: the bits of the separate launches.
+  const bool fold0 = experts_swiglu_fold(), early0 = experts_early_loads();
+  const auto w2_mode = [&](int mode) {  // bit 0: fold, bit 1: early loads
+    set_experts_swiglu_fold(mode & 1);
+    set_experts_early_loads(mode & 2);
+  };
+  const std::vector<float> unfolded = host(y);
+  for (const int mode : {1, 2, 3}) {
+    w2_mode(mode);
+    sublayer(true, y);
+    const char* what[] = {"", "SwiGLU folded into w2", "w2's loads early", "both"};
+    line(std::string("routed sublayer, ") + what[mode] + ": the same bits",
+         host(y) == unfolded ? 0.0 : 1.0, 0.5);
+  }
+  w2_mode(0);
   double bytes = 0;
   for (int k = 0; k < K; ++k) {
     const int ex = hidx[static_cast<size_t>(k)];
@@ -269,27 +271,25 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
       bytes += static_cast<double>(m.data.bytes() + m.scale.bytes());
     }
   }
-  struct Variant {
-    bool mma;
-    int stream;
-  };
   const int split0 = gemv_mma_split();
-  for (const Variant v :
-       {Variant{false, 0}, Variant{true, 1}, Variant{true, 2}, Variant{true, 0}}) {
-    set_experts_stream(v.stream);
+  for (const int v : {0, 1, 2}) {  // grouped, one-token mma, the same with w2 folded + early
+    const bool mma = v > 0;
+    w2_mode(v == 2 ? 3 : 0);
     const double ms = time_ms(e, 40, [&] {
-      sublayer(v.mma, v.mma ? y : y_old);
+      sublayer(mma, mma ? y : y_old);
       set = (set + 1) % kSets;
     });
     const double gbs = bytes / (ms * 1e-3) / 1e9;
     char what[200];
-    std::snprintf(
-        what, sizeof what, "%s %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
-        v.mma ? ("one-token mma path" + schedule(v.stream)).c_str() : "grouped CUDA-core path", ms,
-        gbs, gbs / 48.0);
+    std::snprintf(what, sizeof what, "%s %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
+                  v == 2 ? "one-token mma path, w2 folded + early"
+                  : mma  ? "one-token mma path"
+                         : "grouped CUDA-core path",
+                  ms, gbs, gbs / 48.0);
     line(what, 0.0, 1e-2);
   }
-  set_experts_stream(stream0);
+  set_experts_swiglu_fold(fold0);
+  set_experts_early_loads(early0);
 
   // The w1 + w3 launch and the w2 launch alone, and the same bytes streamed without products.
   const auto slot_bytes = [&](const std::vector<Matrix>& ms, int c) {
@@ -315,23 +315,19 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   // The w1 + w3 launch and the w2 launch of index set `at`.
   const auto w13 = [&](int at) {
     experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + at * K, K, K,
-                x.ptr, d, false, inter, &scratch);
+                x.ptr, d, false, inter);
   };
   const auto w2only = [&](int at) {
     experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + at * K, K, K,
-                xq.ptr, inter, true, d, &scratch);
+                xq.ptr, inter, true, d);
   };
-  for (const int split : {-2, -1, 0, 1}) {  // -1: stream-K, -2: dynamic
-    set_experts_stream(split < 0 ? -split : 0);
-    set_gemv_mma_split(std::max(split, 0));
-    const std::string how = split < 0    ? schedule(-split)
-                            : split == 0 ? " (split auto)"
-                                         : " (split 1)";
+  for (const int split : {0, 1}) {
+    set_gemv_mma_split(split);
+    const std::string how = split == 0 ? " (split auto)" : " (split 1)";
     timed_line(("w1 + w3 launch alone" + how).c_str(), b13, [&] { w13(set); });
     timed_line(("w2 launch alone" + how).c_str(), b2, [&] { w2only(set); });
   }
   set_gemv_mma_split(split0);
-  set_experts_stream(stream0);
   if (f == DevFormat::FP4) {
     // The decode on the integer pipe for one row a lane and for both: the conversions' bits.
     const int decode0 = fp4_int_decode();

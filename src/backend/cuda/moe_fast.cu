@@ -6,6 +6,7 @@
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/moe.cuh"
 #include "backend/cuda/row_reduce.cuh"
+#include "backend/cuda/swiglu_value.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -65,21 +66,14 @@ __global__ void swiglu_quant_kernel(float* h1, const float* __restrict__ h3, int
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const int64_t i = b * 128 + lane + 32 * k;
-    float g = h1[i], u = h3[i];
-    if (limit > 0) {
-      g = fminf(g, limit);
-      u = fminf(fmaxf(u, -limit), limit);
-    }
-    float x = g / (1.0f + expf(-g)) * u;
-    if (row_w) x *= row_w[i / inter];
-    v[k] = official ? bf16r(x) : x;
+    v[k] = swiglu_value(h1[i], h3[i], limit, row_w ? row_w + i / inter : nullptr, official);
     h1[i] = v[k];
     amax = fmaxf(amax, fabsf(v[k]));
   }
   amax = warp_max(amax);
   const float s = fp8_act_scale(amax);
 #pragma unroll
-  for (int k = 0; k < 4; ++k) xq[b * 128 + lane + 32 * k] = bf16r(round_e4m3(v[k] / s) * s);
+  for (int k = 0; k < 4; ++k) xq[b * 128 + lane + 32 * k] = fp8_act_value(v[k], s);
 }
 
 }  // namespace

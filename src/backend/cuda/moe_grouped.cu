@@ -18,13 +18,6 @@ void ExpertPlanBuffers::allocate(Exec& e, int64_t max_slots, int E) {
   n_chunks.allocate(e, 1);
 }
 
-void ExpertPlanBuffers::allocate_stream(Exec& e, int64_t tiles) {
-  stream_tiles = tiles;
-  stream_arrivals.allocate(e, static_cast<size_t>(tiles + 2));  // + the dynamic counters
-  stream_partials.allocate(e, static_cast<size_t>(tiles * kExpertStreamParts * 128));
-  e.fill_zero(stream_arrivals.ptr, stream_arrivals.bytes());
-}
-
 namespace {
 
 constexpr int kPlanThreads = 1024;
@@ -366,12 +359,19 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
       r.h2->out == d && r.h2->in == inter && experts_mma_supported(*r.h1, x13, d) &&
       experts_mma_supported(*r.h3, x13, d) && experts_mma_supported(*r.h2, xq, inter)) {
     if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
-    experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter,
-                &plan.stream);
+    experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter);
     const float* row_w = official ? weights : nullptr;
+    // w2's ids were written before w1 + w3's launch: settled by its start.
+    ExpertMmaProducts w2{{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter};
+    w2.ids_settled = experts_early_loads();
+    if (experts_swiglu_fold() && experts_mma_supported(*r.h2, h1, inter)) {
+      w2.swiglu_h3 = h3, w2.swiglu_row_w = row_w, w2.swiglu_limit = limit;
+      w2.swiglu_official = official;
+      experts_mma(e, w2, idx, K, K, h1, inter, true, d);
+      return;
+    }
     swiglu_fp8_copy(e, h1, h3, slots, inter, limit, row_w, official, xq);
-    experts_mma(e, {{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter}, idx, K, K, xq, inter, true,
-                d, &plan.stream);
+    experts_mma(e, w2, idx, K, K, xq, inter, true, d);
     return;
   }
   moe_plan(e, idx, slots, E, plan);

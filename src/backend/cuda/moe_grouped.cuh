@@ -42,27 +42,14 @@ struct ExpertPlan {
   int32_t* sorted = nullptr;    // [n_slots] slot ids, by expert then slot id
   int32_t* chunks = nullptr;    // [max_chunks × 3] expert, first sorted index, slot count
   int32_t* n_chunks = nullptr;  // [1]
-  ExpertStreamScratch stream;   // the one-token stream-K launches' (experts_mma)
 };
 
 struct ExpertPlanBuffers {
-  DeviceArray<int32_t> offsets, sorted, chunks, n_chunks, stream_arrivals;
-  DeviceArray<float> stream_partials;
-  int64_t stream_tiles = 0;
+  DeviceArray<int32_t> offsets, sorted, chunks, n_chunks;
   void allocate(Exec& e, int64_t max_slots, int E);
-  // The stream-K scratch for launches of up to `tiles` tiles (expert_stream_tiles), zeroed.
-  void allocate_stream(Exec& e, int64_t tiles);
-  ExpertPlan plan() const {
-    return {offsets.ptr,
-            sorted.ptr,
-            chunks.ptr,
-            n_chunks.ptr,
-            {stream_partials.ptr, stream_arrivals.ptr,
-             stream_arrivals.ptr ? stream_arrivals.ptr + stream_tiles : nullptr, stream_tiles}};
-  }
+  ExpertPlan plan() const { return {offsets.ptr, sorted.ptr, chunks.ptr, n_chunks.ptr}; }
   size_t bytes() const {
-    return offsets.bytes() + sorted.bytes() + chunks.bytes() + n_chunks.bytes() +
-           stream_arrivals.bytes() + stream_partials.bytes();
+    return offsets.bytes() + sorted.bytes() + chunks.bytes() + n_chunks.bytes();
   }
 };
 
