@@ -2,8 +2,8 @@
 # Decode step variants against the default, interleaved in one run on the V4-Flash FP8/FP4 slice
 # at 4k context: each variant is a space-free list of VAR=value joined by commas ("-" = the
 # defaults), e.g. DEEPINFER_CUDA_ATTN_OVERLAP=0 (the kv norm / compressors / indexer after wq_b
-# instead of beside it) or DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=1 (the routed w2 stages its own
-# SwiGLU). With TRACE_LIB (bench/cuda_kernel_trace.cpp's library) also the kernel trace of
+# instead of beside it) or DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=0 (the routed SwiGLU its own launch
+# before w2). With TRACE_LIB (bench/cuda_kernel_trace.cpp's library) also the kernel trace of
 # batch 1 under the last variant (OUT_DIR/trace_schedule.md). Appends to
 # OUT_DIR/decode_schedule.txt; RUNS=n interleaved runs (3).
 #   tools/bench/decode_schedule_ab.sh BIN_DIR OUT_DIR [LAYERS] [BATCHES] [VARIANTS...]
@@ -11,11 +11,9 @@ set -uo pipefail
 bin=$1 out=$2 layers=${3:-4} batches=${4:-"1 4"}
 shift $(($# < 4 ? $# : 4))
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(- DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=1
-  DEEPINFER_CUDA_EXPERTS_EARLY_LOADS=1
-  DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=1,DEEPINFER_CUDA_EXPERTS_EARLY_LOADS=1
-  DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS=192 DEEPINFER_CUDA_SHARED_MIN_BLOCKS=64
-  DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS=192,DEEPINFER_CUDA_SHARED_MIN_BLOCKS=64)
+[ ${#variants[@]} -gt 0 ] || variants=(- DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=0
+  DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS=256 DEEPINFER_CUDA_SHARED_MIN_BLOCKS=0
+  DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=0,DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS=256,DEEPINFER_CUDA_SHARED_MIN_BLOCKS=0)
 root=/tmp/deepinfer-slices
 shm_free=$(df --output=avail -B1G /dev/shm 2> /dev/null | tail -1 | tr -d ' ')
 if [ "${shm_free:-0}" -gt 30 ]; then root=/dev/shm/deepinfer-slices; fi

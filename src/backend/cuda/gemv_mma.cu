@@ -48,12 +48,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   bool round_out;
   int n;
   SwigluStage sw{};
-  bool early = !kExperts;  // the weights' loads may start before the launch before has finished
   if constexpr (kExperts) {
+    pdl_begin();  // the slot's expert id (and w2's inputs) come from the launches before
     const ExpertJobs& X = L.ex;
-    // The slot's expert id comes from the routing launch, the launch before unless settled.
-    early = X.ids_settled;
-    if (!early) pdl_begin();
     const int job = tile / X.tiles, p = job / X.slots, s = job % X.slots;
     w = X.experts[p][X.idx[s]];
     const int64_t xrow = (X.x_per_slot ? s : s / X.per_token) * X.ldx;
@@ -124,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
   // The weights are constant: their loads may start before the launch before has finished.
-  if (early) pdl_begin();
+  if constexpr (!kExperts) pdl_begin();
   stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv, sw.h3 ? &sw : nullptr);
   __syncthreads();
   for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
@@ -171,15 +168,18 @@ int g_fp4_int_decode = [] {
   return d == 1 || d == 2 ? d : 0;
 }();
 bool g_fp8_full_sectors = env_switch("DEEPINFER_CUDA_FP8_FULL_SECTORS", false);
-bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", false);
-bool g_early_loads = env_switch("DEEPINFER_CUDA_EXPERTS_EARLY_LOADS", false);
+bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", true);
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : fallback;
 }
-// Blocks an FP4 experts launch splits K for (DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS, default 256).
-const int g_fp4_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS", 256));
-const int g_shared_min_blocks = std::max(0, env_int("DEEPINFER_CUDA_SHARED_MIN_BLOCKS", 0));
+// Blocks an FP4 experts launch splits K for (DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS). At 192 (the
+// default since 2026-12-07) V4-Flash's one-token w1 + w3 (192 tiles) runs unsplit: H100, 4-layer
+// slice at batch 1, three interleaved runs 779.6 / 777.5 / 774.0 tok/s against 760.6 / 758.8 /
+// 759.5 at 256 (split 2), 128 and 160 the same as 192; the kernel check 0.0302 vs 0.0320 ms.
+// (An H200 kernel check of 2026-12-03 had preferred the split: not rechecked there yet.)
+const int g_fp4_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS", 192));
+const int g_shared_min_blocks = std::max(0, env_int("DEEPINFER_CUDA_SHARED_MIN_BLOCKS", 64));
 int g_split = [] {
   const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
   const int s = v ? std::atoi(v) : 0;
@@ -244,8 +244,6 @@ void set_fp8_full_sectors(bool on) { g_fp8_full_sectors = on; }
 bool fp8_full_sectors() { return g_fp8_full_sectors; }
 bool experts_swiglu_fold() { return g_swiglu_fold; }
 void set_experts_swiglu_fold(bool on) { g_swiglu_fold = on; }
-bool experts_early_loads() { return g_early_loads; }
-void set_experts_early_loads(bool on) { g_early_loads = on; }
 int shared_expert_min_blocks() { return g_shared_min_blocks; }
 
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
@@ -295,10 +293,8 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   const int tiles = X.tiles * slots * p.count;
   if (tiles == 0) return;
   const int step = p.format == DevFormat::FP8 ? 128 : 256;
-  // FP4 spends more per byte than FP8 (its decode): ≥ 256 blocks (H200 kernel check, 6 experts:
-  // the routed sublayer 0.0555 ms at 192 blocks, 0.0526 at 384; FP8 slower split), but each
-  // block keeps ≥ 8 K steps: w2 (2,048 values a row) unsplit, H200 0.0176 vs 0.0183 ms split 2,
-  // H100 0.0189 vs 0.0213.
+  // FP4: ≥ g_fp4_min_blocks blocks (FP8 was slower split), each block keeping ≥ 8 K steps: w2
+  // (2,048 values a row) unsplit, H200 0.0176 vs 0.0183 ms split 2, H100 0.0189 vs 0.0213.
   const bool fp4 = p.format == DevFormat::FP4;
   const int s = choose_split(tiles, 1, p.in, p.in, step, fp4 ? g_fp4_min_blocks : 128, fp4 ? 8 : 1);
   const size_t shared = input_bytes(1, p.in / s, 128);

@@ -50,7 +50,9 @@ bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t l
 // it has min_blocks blocks (0: the default, 128).
 void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blocks = 0);
 // min_blocks of the shared expert's w1 + w3 launch beside the routed experts
-// (DEEPINFER_CUDA_SHARED_MIN_BLOCKS, default 0: gemv_mma's), to put both launches in one wave.
+// (DEEPINFER_CUDA_SHARED_MIN_BLOCKS, default 64: 32 tiles split 2 instead of 4, leaving block
+// slots to the routed launch beside it; with the SwiGLU fold, H100 batch 1 782.8 / 782.6 / 777.6
+// tok/s against 779.6 / 777.5 / 774.0 with neither).
 int shared_expert_min_blocks();
 
 // The routed experts of one token (slots = its top-k), as one launch per product set: slot s of
@@ -73,17 +75,12 @@ struct ExpertMmaProducts {
   const float* swiglu_row_w = nullptr;
   float swiglu_limit = 0.0f;
   bool swiglu_official = false;
-  // The slots' expert ids were written two launches back or more, so the weights' first K steps
-  // may load before the launch before has finished (experts_early_loads()).
-  bool ids_settled = false;
 };
-// The one-token routed w2 with its SwiGLU folded in (DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD, default
-// off until measured) and its weight loads issued before the launch before ends
-// (DEEPINFER_CUDA_EXPERTS_EARLY_LOADS, default off until measured). Both keep every bit.
+// The one-token routed w2 with its SwiGLU folded in (DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=0 keeps
+// swiglu_quant's launch before it); the same bits. w2's weight loads issued before the launch
+// before ends (the ids are settled by then) measured no faster and were removed.
 bool experts_swiglu_fold();
 void set_experts_swiglu_fold(bool on);
-bool experts_early_loads();
-void set_experts_early_loads(bool on);
 // Whether an expert shaped like w (every expert of the product alike) runs here on x.
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx);
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,

@@ -37,7 +37,6 @@ struct ExpertJobs {
   int64_t ldx, ldy;
   int slots, per_token, tiles;  // tiles: per job
   bool x_per_slot;
-  bool ids_settled;        // weights may load before pdl_begin
   const float* swiglu_h3;  // non-null: x is w1's output, staged through swiglu_quant's steps
   const float* swiglu_row_w;
   float swiglu_limit;
@@ -58,7 +57,6 @@ inline ExpertJobs expert_jobs(const ExpertMmaProducts& p, const int32_t* idx, in
   X.per_token = per_token;
   X.x_per_slot = x_per_slot;
   X.tiles = static_cast<int>((p.out + kTileRows - 1) / kTileRows);
-  X.ids_settled = p.ids_settled;
   X.swiglu_h3 = p.swiglu_h3;
   X.swiglu_row_w = p.swiglu_row_w;
   X.swiglu_limit = p.swiglu_limit;

@@ -4,7 +4,7 @@
 // and its time with the weights cold in L2 at each K split (and in the other FP8 lane layout,
 // set_fp8_full_sectors) beside the CUDA-core kernels'; and the
 // one-token routed experts (FP4 and FP8, V4-Flash sizes; the K-split launches, SwiGLU folded into
-// w2 and w2's loads early) against the reference body and the grouped path's outputs, with every
+// w2 or not) against the reference body and the grouped path's outputs, with every
 // path's times.
 #include <algorithm>
 #include <cmath>
@@ -248,21 +248,15 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   sublayer(false, y_old);
   sublayer(true, y);
   line("routed sublayer vs the grouped kernels", max_rel_error(host(y_old), host(y)).rel, 1e-2);
-  // w2 with its SwiGLU folded in, its loads early, both: the bits of the separate launches.
-  const bool fold0 = experts_swiglu_fold(), early0 = experts_early_loads();
-  const auto w2_mode = [&](int mode) {  // bit 0: fold, bit 1: early loads
-    set_experts_swiglu_fold(mode & 1);
-    set_experts_early_loads(mode & 2);
-  };
+  // w2 with its SwiGLU folded in: the bits of the separate launches.
+  const bool fold0 = experts_swiglu_fold();
+  set_experts_swiglu_fold(false);
+  sublayer(true, y);
   const std::vector<float> unfolded = host(y);
-  for (const int mode : {1, 2, 3}) {
-    w2_mode(mode);
-    sublayer(true, y);
-    const char* what[] = {"", "SwiGLU folded into w2", "w2's loads early", "both"};
-    line(std::string("routed sublayer, ") + what[mode] + ": the same bits",
-         host(y) == unfolded ? 0.0 : 1.0, 0.5);
-  }
-  w2_mode(0);
+  set_experts_swiglu_fold(true);
+  sublayer(true, y);
+  line("routed sublayer, SwiGLU folded into w2: the same bits as its own launch",
+       host(y) == unfolded ? 0.0 : 1.0, 0.5);
   double bytes = 0;
   for (int k = 0; k < K; ++k) {
     const int ex = hidx[static_cast<size_t>(k)];
@@ -272,9 +266,9 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     }
   }
   const int split0 = gemv_mma_split();
-  for (const int v : {0, 1, 2}) {  // grouped, one-token mma, the same with w2 folded + early
+  for (const int v : {0, 1, 2}) {  // grouped, one-token mma, the same with SwiGLU its own launch
     const bool mma = v > 0;
-    w2_mode(v == 2 ? 3 : 0);
+    set_experts_swiglu_fold(v == 1);
     const double ms = time_ms(e, 40, [&] {
       sublayer(mma, mma ? y : y_old);
       set = (set + 1) % kSets;
@@ -282,14 +276,13 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
     const double gbs = bytes / (ms * 1e-3) / 1e9;
     char what[200];
     std::snprintf(what, sizeof what, "%s %.4f ms, %.0f GB/s of weights (%.1f%% of 4.8 TB/s)",
-                  v == 2 ? "one-token mma path, w2 folded + early"
-                  : mma  ? "one-token mma path"
+                  v == 2 ? "one-token mma path, SwiGLU its own launch"
+                  : mma  ? "one-token mma path (SwiGLU folded into w2)"
                          : "grouped CUDA-core path",
                   ms, gbs, gbs / 48.0);
     line(what, 0.0, 1e-2);
   }
   set_experts_swiglu_fold(fold0);
-  set_experts_early_loads(early0);
 
   // The w1 + w3 launch and the w2 launch alone, and the same bytes streamed without products.
   const auto slot_bytes = [&](const std::vector<Matrix>& ms, int c) {

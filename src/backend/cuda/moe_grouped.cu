@@ -361,9 +361,7 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
     if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
     experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter);
     const float* row_w = official ? weights : nullptr;
-    // w2's ids were written before w1 + w3's launch: settled by its start.
     ExpertMmaProducts w2{{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter};
-    w2.ids_settled = experts_early_loads();
     if (experts_swiglu_fold() && experts_mma_supported(*r.h2, h1, inter)) {
       w2.swiglu_h3 = h3, w2.swiglu_row_w = row_w, w2.swiglu_limit = limit;
       w2.swiglu_official = official;
