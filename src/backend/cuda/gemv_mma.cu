@@ -162,17 +162,16 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
 const bool g_experts_on = env_switch("DEEPINFER_CUDA_EXPERTS_MMA", true);
-int g_fp4_int_decode = [] {
-  const char* v = std::getenv("DEEPINFER_CUDA_FP4_INT_DECODE");
-  const int d = v ? std::atoi(v) : 2;
-  return d == 1 || d == 2 ? d : 0;
-}();
-bool g_fp8_full_sectors = env_switch("DEEPINFER_CUDA_FP8_FULL_SECTORS", false);
-bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", true);
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : fallback;
 }
+int g_fp4_int_decode = [] {
+  const int d = env_int("DEEPINFER_CUDA_FP4_INT_DECODE", 2);
+  return d == 1 || d == 2 ? d : 0;
+}();
+bool g_fp8_full_sectors = env_switch("DEEPINFER_CUDA_FP8_FULL_SECTORS", false);
+bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", true);
 // Blocks an FP4 experts launch splits K for (DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS). At 192 (the
 // default since 2026-12-07) V4-Flash's one-token w1 + w3 (192 tiles) runs unsplit: H100, 4-layer
 // slice at batch 1, three interleaved runs 779.6 / 777.5 / 774.0 tok/s against 760.6 / 758.8 /
@@ -181,8 +180,7 @@ int env_int(const char* name, int fallback) {
 const int g_fp4_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS", 192));
 const int g_shared_min_blocks = std::max(0, env_int("DEEPINFER_CUDA_SHARED_MIN_BLOCKS", 64));
 int g_split = [] {
-  const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_SPLIT");
-  const int s = v ? std::atoi(v) : 0;
+  const int s = env_int("DEEPINFER_CUDA_GEMV_MMA_SPLIT", 0);
   return s == 1 || s == 2 || s == 4 || s == 8 ? s : 0;
 }();
 

@@ -227,8 +227,7 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
       } else {
         v = *reinterpret_cast<const float4*>(x + off);
       }
-      const float amax =
-          warp_max(fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+      const float amax = warp_max(amax4(v));
       const int e = max(static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu), 15);
       const float p = __uint_as_float(static_cast<uint32_t>(268 - e) << 23);  // 2^(141 - e)
       const __half2 lo = __floats2half2_rn(v.x * p, v.y * p);
@@ -248,20 +247,13 @@ __device__ __forceinline__ void stage_inputs(const float* x, int64_t ldx, int n,
       if (sw) {  // a half-warp is one 128-value block of the FP8 copy
         a = swiglu4(x + off, off, *sw);
         c = swiglu4(x + off + 4, off + 4, *sw);
-        float m = fmaxf(amax4(a), amax4(c));
-#pragma unroll
-        for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        const float s = fp8_act_scale(m);
+        const float s = fp8_act_scale(half_warp_max(fmaxf(amax4(a), amax4(c))));
         a = fp8_act4(a, s), c = fp8_act4(c, s);
       } else {
         const float4* p = reinterpret_cast<const float4*>(x + off);
         a = p[0], c = p[1];
       }
-      float amax = fmaxf(fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))),
-                         fmaxf(fmaxf(fabsf(c.x), fabsf(c.y)), fmaxf(fabsf(c.z), fabsf(c.w))));
-#pragma unroll
-      for (int off = 8; off > 0; off >>= 1)
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+      const float amax = half_warp_max(fmaxf(amax4(a), amax4(c)));
       const int e = max(static_cast<int>((__float_as_uint(amax) >> 23) & 0xffu), 15);
       const float q = __uint_as_float(static_cast<uint32_t>(268 - e) << 23);  // 2^(141 - e)
       const __half2 h[4] = {

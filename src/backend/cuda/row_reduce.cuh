@@ -21,6 +21,12 @@ __device__ __forceinline__ float warp_max(float v) {
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
 }
+// The maximum of v over each half-warp (lanes 0–15, 16–31), in every lane.
+__device__ __forceinline__ float half_warp_max(float v) {
+#pragma unroll
+  for (int off = 8; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
 
 // The warp's sum of v by xor shuffles (offsets 16 … 1), in every lane.
 __device__ __forceinline__ float warp_sum(float v) {
