@@ -207,21 +207,20 @@ void indexer_topk(Exec& e, const Rows& rows, const IndexerArgs& a, float* scores
   });
 }
 
-void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, float* o) {
+bool attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, float* o) {
   if (!e.emulate && fast_kernels() && fast_ops() && attention_tc() &&
       attention_tc_supported(args, rows.n)) {
-    attention_tc_run(e, rows, args, probs, o);
-    return;
+    return attention_tc_run(e, rows, args, probs, o);
   }
   if (!e.emulate && fast_kernels() && fast_ops()) {
     const SplitKvPlan split = split_kv_plan(rows, args);
     if (split.chunks > 0) {
       attention_split(e, rows, args, split, probs, o);
-      return;
+      return false;
     }
     if (attention_fast_supported(args)) {
       attention_fast(e, rows, args, o);
-      return;
+      return false;
     }
   }
   const AttnArgs a = args;
@@ -325,6 +324,7 @@ void attention(Exec& e, const Rows& rows, const AttnArgs& args, float* probs, fl
     }
     o[i] = a.official ? bf16r(acc) : acc;
   });
+  return false;
 }
 
 void ring_write(Exec& e, const Rows& rows, const float* kv, float* ring, int W, int D) {

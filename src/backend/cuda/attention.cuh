@@ -85,6 +85,11 @@ struct AttnArgs {
   float scale = 1.0f;
   EntryPages pages;
   int64_t scratch = 0;  // floats in attention()'s probs (0: n · H · (W + cslots()))
+  // Official decode: the output's inverse RoPE and bf16 rounding (rope_round_bf16 over its last
+  // 2 · out_pairs values, inverse) inside the P·V launch, where attention() says it did them.
+  const float* out_inv_freq = nullptr;
+  float out_factor = 1.0f;
+  int out_pairs = 0;
   // compressed key slots per row: 0, topk (CSA) or capacity (HCA)
   int cslots() const { return ratio == 0 ? 0 : (csa ? topk : static_cast<int>(capacity)); }
 };
@@ -132,8 +137,9 @@ DI_HD inline const float* attn_key_at(const Rows& rw, const AttnArgs& a, int64_t
 }
 
 // o [n, H, D] = softmax over window ∪ compressed keys (sink as an extra logit) · keys.
-// probs: scratch [n, H, W + cslots].
-void attention(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);
+// probs: scratch [n, H, W + cslots]. True where o also had the inverse RoPE of a.out_pairs applied
+// (and its rounding); otherwise that is the caller's.
+bool attention(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);
 // ring[seq][p mod W] = kv row, for the last W rows of each segment.
 void ring_write(Exec& e, const Rows& rows, const float* kv, float* ring, int W, int D);
 

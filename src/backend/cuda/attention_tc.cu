@@ -301,16 +301,14 @@ void set_attention_tc_decode(bool on) { g_decode = on; }
 int attention_tc_decode_rows() { return g_decode_rows; }
 void set_attention_tc_decode_rows(int rows) { g_decode_rows = std::max(0, rows); }
 
-void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o) {
-  if (rows.n <= 0) return;
+bool attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o) {
+  if (rows.n <= 0) return false;
   const int S = a.W + a.cslots();
-  // By row count and shapes only; either way the same bits (attention_tc_decode.cuh), unless the
-  // decode P·V is split.
+  // By row count and shapes only; either way the same bits (attention_tc_decode.cuh).
   if (g_decode && S <= kDecodeMaxSlots && rows.n <= g_decode_rows) {
     decode_logits_tc(e, rows, a, S, probs);
     if (!decode_softmax_tc(e, rows, a, S, probs)) launch_softmax(e, rows, a, S, probs);
-    decode_pv_tc(e, rows, a, S, probs, o);
-    return;
+    return decode_pv_tc(e, rows, a, S, probs, o);
   }
   const int groups = a.H / kHeads;
   const unsigned row_groups = static_cast<unsigned>(rows.n * groups);
@@ -329,6 +327,7 @@ void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs
     e.launch(pv_kernel<true>, pg, 256, 0, rows, a, S, groups, probs, o);
   }
   e.note(cudaGetLastError());
+  return false;
 }
 
 }  // namespace deepinfer::cuda

@@ -37,6 +37,7 @@ void set_attention_tc_decode_heads(int heads);
 // H a multiple of 64, D of 128, at most 8192 slots, 16-byte aligned q and keys, ≥ min rows.
 bool attention_tc_supported(const AttnArgs& a, int64_t rows);
 // o as attention(); probs: its scratch [n, H, W + cslots] (holds the probabilities afterwards).
-void attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);
+// True where the decode P·V applied a.out_pairs' inverse RoPE (attention()'s answer).
+bool attention_tc_run(Exec& e, const Rows& rows, const AttnArgs& a, float* probs, float* o);
 
 }  // namespace deepinfer::cuda

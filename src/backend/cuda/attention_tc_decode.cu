@@ -352,13 +352,27 @@ __global__ void __launch_bounds__(pv_threads(kBH))
   }
   const int g = lane / 4, t = lane % 4;
   float* out = o + (r * a.H + h0) * a.D + c0 + nb * 8;
+  // rope_round_bf16's pair index of the first rotated pair; a thread's two values are a pair.
+  const int first = a.official && a.out_pairs > 0 ? a.D / 2 - a.out_pairs : a.D;
 #pragma unroll
   for (int nt = 0; nt < kNW; ++nt) {
+    const int p2 = (c0 + nb * 8 + nt * 8 + 2 * t) / 2;
+    float c = 1.0f, s = 0.0f;
+    if (p2 >= first) {  // rope_round_bf16's inverse rotation, its expressions
+      const float phi = a.out_inv_freq[p2 - first] * static_cast<float>(rw.pos[r]);
+      c = cosf(phi) * a.out_factor;
+      s = sinf(phi) * a.out_factor;
+      s = -s;
+    }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int head = mt * 16 + g + half * 8;
       float2 v{acc[nt][2 * half], acc[nt][2 * half + 1]};
       if (a.official) v = float2{bf16r(v.x), bf16r(v.y)};
+      if (p2 >= first) {
+        const float2 y = rotate_pair(v.x, v.y, c, s);
+        v = float2{bf16r(y.x), bf16r(y.y)};
+      }
       *reinterpret_cast<float2*>(out + static_cast<int64_t>(head) * a.D + nt * 8 + 2 * t) = v;
     }
   }
@@ -409,7 +423,7 @@ bool decode_softmax_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, floa
   return true;
 }
 
-void decode_pv_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, const float* probs,
+bool decode_pv_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, const float* probs,
                   float* o) {
   if (g_heads == 16) {
     launch_pv<16>(e, rows, a, S, probs, o);
@@ -417,6 +431,7 @@ void decode_pv_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, const flo
     launch_pv<64>(e, rows, a, S, probs, o);
   }
   e.note(cudaGetLastError());
+  return a.official && a.out_pairs > 0;
 }
 
 }  // namespace deepinfer::cuda

@@ -15,8 +15,10 @@ void decode_logits_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, float
 // The softmax in place over probs with every logit of a warp in registers; false (nothing
 // launched) unless attention_tc_decode_softmax().
 bool decode_softmax_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, float* probs);
-// o[r, h, d] = Σ_s p[r, h, s] · key(r, s)[d], rounded to bf16 in the official numerics.
-void decode_pv_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, const float* probs,
+// o[r, h, d] = Σ_s p[r, h, s] · key(r, s)[d], rounded to bf16 in the official numerics; there,
+// with a.out_pairs > 0, also rope_round_bf16's inverse rotation of the last 2 · out_pairs values
+// of each head (the same expressions, so the same bits), and true.
+bool decode_pv_tc(Exec& e, const Rows& rows, const AttnArgs& a, int S, const float* probs,
                   float* o);
 
 }  // namespace deepinfer::cuda

@@ -27,6 +27,20 @@ bool shared_overlap() {
   return on;
 }
 
+// The attention output's inverse RoPE inside the decode P·V launch (the same bits, one launch
+// fewer a layer); DEEPINFER_CUDA_PV_ROPE=0 keeps rope_round_bf16's launch.
+bool pv_rope() {
+  static const bool on = env_switch("DEEPINFER_CUDA_PV_ROPE", true);
+  return on;
+}
+
+// The window ring's write on the side stream beside wo_a / wo_b where the attention sublayer
+// forked (off its critical path); DEEPINFER_CUDA_RING_SIDE=0 keeps it after wo_b.
+bool ring_write_side() {
+  static const bool on = env_switch("DEEPINFER_CUDA_RING_SIDE", true);
+  return on;
+}
+
 struct XnProduct {
   const DevWeight* w;
   float* y;
@@ -360,10 +374,25 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   aa.official = official;
   aa.scale = 1.0f / std::sqrt(static_cast<float>(D));
   aa.scratch = static_cast<int64_t>(probs.count);
-  attention(exec, rows, aa, probs.ptr, o.ptr);
-  if (official && D % 2 == 0) {
+  if (official && D % 2 == 0 && pv_rope()) {  // the decode P·V may rotate its output itself
+    aa.out_inv_freq = inv;
+    aa.out_factor = af;
+    aa.out_pairs = pairs;
+  }
+  const bool rotated = attention(exec, rows, aa, probs.ptr, o.ptr);
+  // The window ring takes this step's kv rows once attention has read the ring: on the side
+  // stream beside the output products where the sublayer forked, joined at its end.
+  const bool ring_side = side && ring_write_side();
+  if (ring_side) {
+    exec.note(cudaEventRecord(fork_event, exec.stream));
+    exec.note(cudaStreamWaitEvent(side_stream, fork_event, 0));
+    ring_write(sx, rows, kv.ptr, L.ring.ptr, W, D);
+    exec.note(sx.error);
+    exec.note(cudaEventRecord(join_event, side_stream));
+  }
+  if (!rotated && official && D % 2 == 0) {
     rope_round_bf16(exec, o.ptr, n, H, D, pairs, inv, af, rows.pos, true);
-  } else {
+  } else if (!rotated) {
     rope(exec, o.ptr, n, H, D, pairs, inv, af, rows.pos, true);
     if (official) round_bf16(exec, o.ptr, n * H * D);
   }
@@ -391,7 +420,11 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   // Quantized weights' products are bf16-rounded already (linear()'s contract): no launch then.
   if (official && !B.wo_a.quantized()) round_bf16(exec, z.ptr, n * G * olr);
   linear(exec, z.ptr, int64_t{G} * olr, n, B.wo_b, y.ptr, d, official, xq.ptr);
-  ring_write(exec, rows, kv.ptr, L.ring.ptr, W, D);
+  if (ring_side) {
+    exec.note(cudaStreamWaitEvent(exec.stream, join_event, 0));
+  } else {
+    ring_write(exec, rows, kv.ptr, L.ring.ptr, W, D);
+  }
 }
 
 void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {

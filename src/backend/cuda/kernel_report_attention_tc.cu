@@ -19,6 +19,7 @@
 #include "backend/cuda/kernel_report.h"
 #include "backend/cuda/kernel_report_launch.cuh"
 #include "backend/cuda/kernel_report_measure.cuh"
+#include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda {
 namespace {
@@ -100,6 +101,27 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   const std::vector<float> prefill_kernels = run(false, 0, false, 64, ms_prefill);
   const std::vector<float> decode_kernels = run(true, kEveryRow, true, 64, ms_decode);
   const std::vector<float> heads16_kernels = run(true, kEveryRow, true, 16, ms_heads16);
+  // Official: the decode P·V with the output's inverse RoPE inside (AttnArgs::out_pairs) against
+  // the prefill kernels' output through rope_round_bf16, which it replaces.
+  std::vector<float> rope_expected, rope_fused;
+  bool rope_said = false;
+  if (official) {
+    constexpr int kPairs = 32;
+    constexpr float kFactor = 1.25f;
+    std::vector<float> hinv(kPairs);
+    for (int i = 0; i < kPairs; ++i)
+      hinv[static_cast<size_t>(i)] = std::pow(10000.0f, -static_cast<float>(i) / kPairs);
+    DeviceArray<float> inv;
+    inv.upload(e, hinv);
+    e.to_device(o.ptr, prefill_kernels.data(), o.bytes());
+    rope_round_bf16(e, o.ptr, n, H, D, kPairs, inv.ptr, kFactor, rows.pos, true);
+    rope_expected = result();
+    a.out_inv_freq = inv.ptr, a.out_factor = kFactor, a.out_pairs = kPairs;
+    e.note(cudaMemsetAsync(o.ptr, 0xFF, o.bytes(), e.stream));
+    rope_said = attention(e, rows, a, probs.ptr, o.ptr);
+    rope_fused = result();
+    a.out_inv_freq = nullptr, a.out_factor = 1.0f, a.out_pairs = 0;
+  }
   set_attention_tc_decode_heads(heads0);
   set_attention_tc_decode_softmax(softmax0);
   const bool used = attention_tc_supported(a, n);
@@ -144,6 +166,22 @@ void check_launch(Exec& e, std::mt19937& rng, const CheckLaunch& l, int ratio, b
   };
   bitwise(decode_kernels, "decode kernels");
   bitwise(heads16_kernels, "decode kernels at 16 heads a block");
+  if (official) {
+    int64_t differ = 0;
+    for (size_t i = 0; i < rope_expected.size(); ++i)
+      differ += std::memcmp(&rope_expected[i], &rope_fused[i], sizeof(float)) != 0;
+    KernelCheck bits;
+    bits.tolerance = 0;
+    bits.rel_error = differ == 0 && rope_said && used ? 0.0 : 1.0;
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "attention tc %-26s %s %-8s decode P.V with the inverse RoPE vs prefill "
+                  "kernels + rope_round_bf16: %lld of %zu values differ in bits%s",
+                  l.name.c_str(), csa ? "CSA" : "HCA", "official", static_cast<long long>(differ),
+                  rope_expected.size(), rope_said ? "" : " (not applied)");
+    bits.line = text;
+    out.push_back(bits);
+  }
 }
 
 }  // namespace
