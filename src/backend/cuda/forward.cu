@@ -41,6 +41,20 @@ bool ring_write_side() {
   return on;
 }
 
+// wo_b's FP8 input written by wo_a's tensor-core group launch (the same bits, one launch fewer
+// a layer); DEEPINFER_CUDA_WO_B_INPUT=0 keeps linear()'s quantization launch.
+bool fused_wo_b_input() {
+  static const bool on = env_switch("DEEPINFER_CUDA_WO_B_INPUT", true);
+  return on;
+}
+
+// hc_post inside wo_b's one-row launch (the same bits, one launch fewer a layer);
+// DEEPINFER_CUDA_WO_B_HC_POST=0 keeps hc_post's launch.
+bool fused_hc_post() {
+  static const bool on = env_switch("DEEPINFER_CUDA_WO_B_HC_POST", true);
+  return on;
+}
+
 struct XnProduct {
   const DevWeight* w;
   float* y;
@@ -221,9 +235,11 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
       }
     }
     if (half == 0) {
-      attention_sublayer(layer, rows, segs, entries);
-      if (official && !B.wo_b.quantized()) round_bf16(exec, y.ptr, n * d);  // else rounded
-      hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr, official);
+      const HcPostArgs ha{X.ptr, post.ptr, comb.ptr, X2.ptr, hp.hc, d, official};
+      if (!attention_sublayer(layer, rows, segs, entries, ha)) {  // else wo_b's launch did it
+        if (official && !B.wo_b.quantized()) round_bf16(exec, y.ptr, n * d);  // else rounded
+        hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr, official);
+      }
     } else {
       // The routed experts' weighted sum joins y in hc_post's launch.
       moe_sublayer(layer, rows);
@@ -234,8 +250,8 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
   }
 }
 
-void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segments& segs,
-                                         const int32_t* entries) {
+bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segments& segs,
+                                         const int32_t* entries, const HcPostArgs& hc_post_args) {
   const model::ModelConfig& c = cfg;
   const DevBlock& B = blocks[static_cast<size_t>(layer)];
   LayerState& L = layers[static_cast<size_t>(layer)];
@@ -402,15 +418,20 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   // launch.
   DevWeight wg[kMaxGemvJobs];
   bool group = may_group && group_wo_a() && G <= kMaxGemvJobs;
+  // wo_b's FP8 input (linear()'s quantization of z) written by the group's launch where it can.
+  const bool zq_wanted = official && B.wo_b.quantized() && B.wo_b.quantize_input &&
+                         B.wo_b.in == int64_t{G} * olr && fused_wo_b_input();
+  bool zq_ready = false;
   for (int g = 0; group && g < G; ++g) {
     wg[g] = B.wo_a.rows(int64_t{g} * olr, olr);
     const float* xg = o.ptr + g * gw;
     const bool quant = official && wg[g].quantized();
     group = !(quant && wg[g].quantize_input) && gemv_split_row(wg[g], n, xg, int64_t{H} * D);
-    jobs[g] = {&wg[g], xg, z.ptr + int64_t{g} * olr, int64_t{G} * olr, quant};
+    jobs[g] = {&wg[g], xg, z.ptr + int64_t{g} * olr, int64_t{G} * olr, quant,
+               zq_wanted ? xq.ptr + int64_t{g} * olr : nullptr};
   }
   if (group) {
-    gemv_split_row_group(exec, o.ptr, int64_t{H} * D, n, jobs, G);
+    zq_ready = gemv_split_row_group(exec, o.ptr, int64_t{H} * D, n, jobs, G) && zq_wanted;
   } else {
     for (int g = 0; g < G; ++g) {
       linear(exec, o.ptr + g * gw, int64_t{H} * D, n, B.wo_a.rows(int64_t{g} * olr, olr),
@@ -419,12 +440,19 @@ void CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   }
   // Quantized weights' products are bf16-rounded already (linear()'s contract): no launch then.
   if (official && !B.wo_a.quantized()) round_bf16(exec, z.ptr, n * G * olr);
-  linear(exec, z.ptr, int64_t{G} * olr, n, B.wo_b, y.ptr, d, official, xq.ptr);
+  // At one row with z's FP8 copy ready, wo_b's row kernel also computes hc_post of its output.
+  const bool posted = zq_ready && n == 1 && fused_hc_post() &&
+                      gemv_row_hc_post(exec, xq.ptr, B.wo_b, y.ptr, true, hc_post_args);
+  if (!posted) {
+    linear(exec, z.ptr, int64_t{G} * olr, n, B.wo_b, y.ptr, d, official, xq.ptr,
+           zq_ready ? xq.ptr : nullptr);
+  }
   if (ring_side) {
     exec.note(cudaStreamWaitEvent(exec.stream, join_event, 0));
   } else {
     ring_write(exec, rows, kv.ptr, L.ring.ptr, W, D);
   }
+  return posted;
 }
 
 void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {

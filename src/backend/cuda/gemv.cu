@@ -10,6 +10,7 @@
 #include "backend/cuda/gemv_device.cuh"
 #include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/gemv_mma.cuh"
+#include "backend/cuda/ops.cuh"
 #include "backend/cuda/gemv_row1.cuh"
 #include "backend/cuda/weight_load.cuh"
 
@@ -266,9 +267,18 @@ __device__ __forceinline__ void row4_sums(const float* __restrict__ x, const Dev
   }
 }
 
+// Output o of the row kernels: y[o], and hc_post's outputs of column o where hp.X_out is given.
+__device__ __forceinline__ void row_out(float* y, int64_t o, float v, bool round_out,
+                                        const HcPostArgs& hp) {
+  const float yv = round_out ? bf16r(v) : v;
+  y[o] = yv;
+  if (hp.X_out) hc_post_column(hp, 0, o, yv);
+}
+
 template <DevFormat F>
-__global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict__ x, DevWeight w,
-                                                        float* __restrict__ y, bool round_out) {
+__global__ void __launch_bounds__(256)
+    gemv4_row_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
+                     bool round_out, const HcPostArgs hp) {
   pdl_begin();
   constexpr int E = 16;
   const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
@@ -278,7 +288,7 @@ __global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict_
   row4_sums<F>(x, w, o0, lane * E, 32 * E, acc);
 #pragma unroll
   for (int c = 0; c < kCols; ++c) {
-    if (lane == 0 && o0 + c < w.out) y[o0 + c] = round_out ? bf16r(acc[c]) : acc[c];
+    if (lane == 0 && o0 + c < w.out) row_out(y, o0 + c, acc[c], round_out, hp);
   }
 }
 
@@ -288,7 +298,7 @@ __global__ void __launch_bounds__(256) gemv4_row_kernel(const float* __restrict_
 template <DevFormat F, int S>
 __global__ void __launch_bounds__(256)
     gemv4_row_split_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
-                           bool round_out) {
+                           bool round_out, const HcPostArgs hp) {
   pdl_begin();
   constexpr int E = 16, kGroups = 256 / 32 / S;
   __shared__ float part[kGroups][S][kCols];
@@ -307,7 +317,7 @@ __global__ void __launch_bounds__(256)
     float v = 0.0f;
 #pragma unroll
     for (int i = 0; i < S; ++i) v += part[gi][i][c];
-    if (o < w.out) y[o] = round_out ? bf16r(v) : v;
+    if (o < w.out) row_out(y, o, v, round_out, hp);
   }
 }
 
@@ -433,20 +443,20 @@ int row_split(int64_t groups, int64_t in) {
 
 template <DevFormat F>
 void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWeight& w, float* y,
-                bool round_out) {
+                bool round_out, const HcPostArgs& hp = {}) {
   const auto blocks = [&](int s) { return static_cast<unsigned>((groups * s + 7) / 8); };
   switch (split) {
     case 2:
-      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out);
+      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out, hp);
       break;
     case 4:
-      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out);
+      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out, hp);
       break;
     case 8:
-      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out);
+      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out, hp);
       break;
     default:
-      e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out);
+      e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out, hp);
   }
 }
 
@@ -572,28 +582,51 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
     gemv_rows(e, x + r0 * ldx, ldx, n - r0 < 8 ? n - r0 : 8, w, y + r0 * ldy, ldy, round_out);
 }
 
+bool gemv_row_hc_post(Exec& e, const float* x, const DevWeight& w, float* y, bool round_out,
+                      const HcPostArgs& hp) {
+  // Where gemv_rows at one row takes the row kernels (launch_row), and nowhere else.
+  const bool fp8 = w.format == DevFormat::FP8, fp4 = w.format == DevFormat::FP4;
+  const bool row_kernels =
+      g_fast && !e.emulate && !batch_invariant() && hp.X_out && gemv_shape_ok(w) && (fp8 || fp4) &&
+      (g_version == 0 || g_version == 2) && w.in % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+      !(round_out && w.out >= 8192 && gemv_mma_supported(w, 1, x, w.in)) &&
+      gemv_row1_split(w, x) <= 0 && !(w.out < kSplitKOut && w.in >= kSplitKIn);
+  if (!row_kernels) return false;
+  const int64_t warps = (w.out + kCols - 1) / kCols;
+  const int split = row_split(warps, w.in);
+  if (fp8) {
+    launch_row<DevFormat::FP8>(e, split, warps, x, w, y, round_out, hp);
+  } else {
+    launch_row<DevFormat::FP4>(e, split, warps, x, w, y, round_out, hp);
+  }
+  return true;
+}
+
 bool gemv_split_row(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
   const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && ldx % 4 == 0;
   return g_fast && n >= 1 && n <= 8 && aligned && gemv_shape_ok(w) && w.out < kSplitKOut &&
          w.in >= kSplitKIn;
 }
 
-void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const GemvJob* jobs,
+bool gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const GemvJob* jobs,
                           int count) {
-  bool mma = !batch_invariant() && count > 0;
+  bool mma = !batch_invariant() && count > 0, quantized = true;
   MmaGemvJob mj[kMaxGemvJobs];
   for (int j = 0; mma && j < count; ++j) {
     const float* xj = jobs[j].x ? jobs[j].x : x;
     mj[j] = {jobs[j].w, xj, ldx, jobs[j].y, jobs[j].ldy, true};
     mma = jobs[j].round_out && gemv_mma_supported(*jobs[j].w, n, xj, ldx);
+    quantized = quantized && jobs[j].yq && jobs[j].w->out % 128 == 0;
   }
   if (mma) {
+    for (int j = 0; quantized && j < count; ++j) mj[j].yq = jobs[j].yq;
     gemv_mma(e, mj, count, n);
-    return;
+    return quantized;
   }
   if (n == 1 && gemv_row1_on() && !batch_invariant() && g_version == 0) {
     gemv_row1_group(e, x, jobs, count);
-    return;
+    return false;
   }
   SplitRowGroup g{};
   g.count = count;
@@ -608,7 +641,7 @@ void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const
     blocks += static_cast<int>(jobs[j].w->out);
   }
   g.first[count] = blocks;
-  if (blocks == 0) return;
+  if (blocks == 0) return false;
   const int rows = static_cast<int>(n);
   const unsigned b = static_cast<unsigned>(blocks);
   if (n == 1) {
@@ -620,6 +653,7 @@ void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const
   } else {
     e.launch(gemv_splitk_group_kernel<8>, b, 256, 0, ldx, rows, g);
   }
+  return false;
 }
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in) {

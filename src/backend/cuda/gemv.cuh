@@ -11,6 +11,7 @@
 
 #include "backend/cuda/exec.cuh"
 #include "backend/cuda/formats.cuh"
+#include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda {
 
@@ -22,6 +23,12 @@ void gemv(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, f
 int gemv_max_rows();
 // The kernel reports time both sides of the crossover.
 void set_gemv_max_rows(int rows);
+
+// y = one row of x against FP8 / FP4 w on the row kernels, with hc_post's outputs of y's row
+// (hp, row 0) in the same launch: true where gemv() would take those kernels (wo_b at one row,
+// outside batch-invariant mode), else nothing launched. The bits of gemv(), then hc_post().
+bool gemv_row_hc_post(Exec& e, const float* x, const DevWeight& w, float* y, bool round_out,
+                      const HcPostArgs& hp);
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in);
 void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,

@@ -21,13 +21,15 @@ struct GemvJob {
   float* y = nullptr;
   int64_t ldy = 0;
   bool round_out = false;
+  float* yq = nullptr;  // or null: y's FP8 copy as MmaGemvJob::yq, where the group answers true
 };
 
 // Whether gemv() would run w at n rows of x on the split-row kernel (so the group may take it).
 bool gemv_split_row(const DevWeight& w, int64_t n, const float* x, int64_t ldx);
 // jobs[0, count) (count ≤ kMaxGemvJobs, each gemv_split_row; their inputs x or their own, all of
-// row stride ldx): one launch.
-void gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const GemvJob* jobs,
+// row stride ldx): one launch. True where it also wrote every job's yq (the tensor-core GEMV
+// path, jobs of whole 128-row tiles), else none of them.
+bool gemv_split_row_group(Exec& e, const float* x, int64_t ldx, int64_t n, const GemvJob* jobs,
                           int count);
 
 }  // namespace deepinfer::cuda

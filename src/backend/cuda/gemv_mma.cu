@@ -23,6 +23,7 @@ struct LaunchJob {
   float* y;
   int64_t ldy;
   bool round_out;
+  float* yq;  // or null (MmaGemvJob::yq)
 };
 
 struct MmaLaunch {
@@ -45,6 +46,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const float* x;
   int64_t ldx, ldy, t0;
   float* y;
+  float* yq = nullptr;
   bool round_out;
   int n;
   SwigluStage sw{};
@@ -69,6 +71,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     while (j + 1 < L.count && tile >= L.first[j + 1]) ++j;
     const LaunchJob& jb = L.job[j];
     w = jb.w, x = jb.x, ldx = jb.ldx, y = jb.y, ldy = jb.ldy, round_out = jb.round_out;
+    yq = jb.yq;
     n = L.n;
     t0 = static_cast<int64_t>(tile - L.first[j]) * kTileRows;
   }
@@ -141,20 +144,61 @@ __global__ void __launch_bounds__(kThreads, 2)
   auto finish = [&](int r, int o, float v) {
     if (t0 + o < w.out) y[r * ldy + t0 + o] = round_out ? bf16r(v) : v;
   };
+  // With yq: every rank sums the whole tile (in the same order, so the same values) and so holds
+  // each 128-value block's maximum; it writes its own rows, and their FP8 copy as
+  // fp8_quant_kernel would (the block's amax, exact in any order, then the same expressions).
+  auto finish_quantized = [&](auto sum_of, int own0, int own) {
+    constexpr int kPer = kMaxRows * kTileRows / kThreads;
+    __shared__ float block_max[kMaxRows * kTileRows / 32];
+    float v[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = threadIdx.x + k * kThreads;
+      v[k] = 0.0f;
+      if (i < n * kTileRows) {
+        const float sum = sum_of(i / kTileRows, i % kTileRows);
+        v[k] = round_out ? bf16r(sum) : sum;
+      }
+      const float m = warp_max(fabsf(v[k]));  // a warp's 32 values lie in one row's block
+      if (lane == 0 && i < n * kTileRows) block_max[i / 32] = m;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int i = threadIdx.x + k * kThreads, r = i / kTileRows, o = i % kTileRows;
+      if (i >= n * kTileRows || o < own0 || o >= own0 + own || t0 + o >= w.out) continue;
+      const float* bm = block_max + r * (kTileRows / 32);
+      const float s = fp8_act_scale(fmaxf(fmaxf(bm[0], bm[1]), fmaxf(bm[2], bm[3])));
+      y[r * ldy + t0 + o] = v[k];
+      yq[r * ldy + t0 + o] = bf16r(round_e4m3(v[k] / s) * s);
+    }
+  };
+  static_assert(kTileRows == 128, "a tile is one 128-value block of FP8 activations");
   if constexpr (S == 1) {
     __syncthreads();
-    for (int i = threadIdx.x; i < n * kTileRows; i += kThreads)
-      finish(i / kTileRows, i % kTileRows, part[i / kTileRows][i % kTileRows]);
+    if (yq) {
+      finish_quantized([&](int r, int o) { return part[r][o]; }, 0, kTileRows);
+    } else {
+      for (int i = threadIdx.x; i < n * kTileRows; i += kThreads)
+        finish(i / kTileRows, i % kTileRows, part[i / kTileRows][i % kTileRows]);
+    }
   } else {
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every slice's sums written and visible across the cluster
     constexpr int kOwn = kTileRows / S;  // the rows this rank sums
-    for (int i = threadIdx.x; i < n * kOwn; i += kThreads) {
-      const int r = i / kOwn, o = rank * kOwn + i % kOwn;
+    auto sum_of = [&](int r, int o) {
       float v = 0.0f;
 #pragma unroll
       for (int s = 0; s < S; ++s) v += cluster.map_shared_rank(&part[0][0], s)[r * kTileRows + o];
-      finish(r, o, v);
+      return v;
+    };
+    if (yq) {
+      finish_quantized(sum_of, rank * kOwn, kOwn);
+    } else {
+      for (int i = threadIdx.x; i < n * kOwn; i += kThreads) {
+        const int r = i / kOwn, o = rank * kOwn + i % kOwn;
+        finish(r, o, sum_of(r, o));
+      }
     }
     cluster.sync();  // the slices' shared memory stays until every rank has read it
   }
@@ -259,7 +303,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blo
   int64_t min_in = jobs[0].w->in, max_in = jobs[0].w->in;
   for (int j = 0; j < count; ++j) {
     const MmaGemvJob& src = jobs[j];
-    L.job[j] = {*src.w, src.x, src.ldx, src.y, src.ldy, src.round_out};
+    L.job[j] = {*src.w, src.x, src.ldx, src.y, src.ldy, src.round_out, src.yq};
     L.first[j] = tiles;
     tiles += static_cast<int>((src.w->out + kTileRows - 1) / kTileRows);
     min_in = std::min(min_in, src.w->in);

@@ -22,6 +22,9 @@ struct MmaGemvJob {
   float* y = nullptr;
   int64_t ldy = 0;
   bool round_out = false;
+  // Or null: also y's FP8 copy per 128 values at yq + r · ldy + o, the bits of
+  // fp8_quant_rows_from over y's row (w.out a multiple of 128, y's blocks on the row's).
+  float* yq = nullptr;
 };
 
 // On unless DEEPINFER_CUDA_GEMV_MMA=0 (gemv_mma_supported answers false then).

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/gemv_mma.cuh"
 #include "backend/cuda/kernel_report.h"
+#include "backend/cuda/kernel_report_launch.cuh"
 #include "backend/cuda/kernel_report_matrix.cuh"
 #include "backend/cuda/kernel_report_measure.cuh"
 #include "backend/cuda/moe_grouped.cuh"
@@ -377,6 +379,41 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   }
 }
 
+// wo_b's one-row launch with hc_post inside (gemv_row_hc_post) against gemv (linear) and then
+// hc_post's launch: y and the hc outputs bitwise.
+void hc_post_check(Exec& e, std::mt19937& rng, const DevWeight& w, const float* x,
+                   std::vector<KernelCheck>& out) {
+  constexpr int kHc = 4;
+  const int64_t d = w.out;
+  DeviceArray<float> X, post, comb, y, X2, yr, X2r;
+  X.upload(e, normal_values(rng, static_cast<size_t>(kHc * d), 1.0f, true));
+  post.upload(e, normal_values(rng, kHc, 1.0f, false));
+  comb.upload(e, normal_values(rng, kHc * kHc, 1.0f, false));
+  for (auto* a : {&y, &yr}) a->allocate(e, static_cast<size_t>(d));
+  for (auto* a : {&X2, &X2r}) a->allocate(e, static_cast<size_t>(kHc * d));
+  HcParams hp;
+  hp.hc = kHc, hp.d = d;
+  const HcPostArgs args{X.ptr, post.ptr, comb.ptr, X2.ptr, kHc, d, true};
+  const bool took = gemv_row_hc_post(e, x, w, y.ptr, true, args);
+  linear(e, x, w.in, 1, w, yr.ptr, d, true, nullptr, x);
+  hc_post(e, hp, X.ptr, post.ptr, comb.ptr, yr.ptr, 1, X2r.ptr, true);
+  std::vector<float> a(static_cast<size_t>(d)), b(a.size()), c(static_cast<size_t>(kHc * d)),
+      f(c.size());
+  e.to_host(a.data(), y.ptr, y.bytes());
+  e.to_host(b.data(), yr.ptr, yr.bytes());
+  e.to_host(c.data(), X2.ptr, X2.bytes());
+  e.to_host(f.data(), X2r.ptr, X2r.bytes());
+  const bool same = std::memcmp(a.data(), b.data(), y.bytes()) == 0 &&
+                    std::memcmp(c.data(), f.data(), X2.bytes()) == 0;
+  KernelCheck kc;
+  kc.tolerance = 0;
+  kc.rel_error = e.sync().ok() && took && same ? 0.0 : 1.0;
+  kc.line = std::string("row kernel 4096x8192 FP8, 1 row, hc_post in the launch vs gemv then "
+                        "hc_post: ") +
+            (!took ? "not taken" : same ? "the same bits" : "bits differ");
+  out.push_back(kc);
+}
+
 }  // namespace
 
 std::vector<KernelCheck> gemv_mma_kernel_report() {
@@ -492,7 +529,46 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
         check(s == 0 ? std::string("mma, split auto") : "mma, split " + std::to_string(s), true,
               timed(true));
       }
+      // The output's FP8 copy written by the launch (MmaGemvJob::yq, bf16 outputs as wo_a's)
+      // against the same launch without it and fp8_quant_rows_from over its rows: both bitwise.
+      for (const int s : {0, 2}) {
+        set_gemv_mma_split(s);
+        DeviceArray<float> yq, yref, yqref;
+        yq.allocate(e, y.count);
+        yref.allocate(e, y.count);
+        yqref.allocate(e, y.count);
+        MmaGemvJob jobs[kMaxGemvJobs];
+        for (int j = 0; j < nj; ++j)
+          jobs[j] = {&ms[static_cast<size_t>(j)].w, x_of(j), xw, y.ptr + j * p.out, total_out,
+                     true, yq.ptr + j * p.out};
+        e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
+        e.note(cudaMemsetAsync(yq.ptr, 0xFF, yq.bytes(), e.stream));
+        gemv_mma(e, jobs, nj, n);
+        for (int j = 0; j < nj; ++j) jobs[j].y = yref.ptr + j * p.out, jobs[j].yq = nullptr;
+        gemv_mma(e, jobs, nj, n);
+        fp8_quant_rows_from(e, yref.ptr, total_out, n, total_out, 128, yqref.ptr);
+        const size_t len = static_cast<size_t>(n * total_out);
+        std::vector<float> hy(len), hq(len), hyr(len), hqr(len);
+        e.to_host(hy.data(), y.ptr, len * sizeof(float));
+        e.to_host(hq.data(), yq.ptr, len * sizeof(float));
+        e.to_host(hyr.data(), yref.ptr, len * sizeof(float));
+        e.to_host(hqr.data(), yqref.ptr, len * sizeof(float));
+        const bool same = std::memcmp(hy.data(), hyr.data(), len * sizeof(float)) == 0 &&
+                          std::memcmp(hq.data(), hqr.data(), len * sizeof(float)) == 0;
+        KernelCheck kc;
+        kc.tolerance = 0;
+        kc.rel_error = e.sync().ok() && ok && same ? 0.0 : 1.0;
+        char line[320];
+        std::snprintf(line, sizeof line,
+                      "mma %-26s %lld row(s) split %s: the FP8 copy of the output in the launch "
+                      "vs fp8_quant_rows_from: %s",
+                      p.name, static_cast<long long>(n), s == 0 ? "auto" : "2",
+                      same ? "the same bits" : "bits differ");
+        kc.line = line;
+        out.push_back(kc);
+      }
       set_gemv_mma_split(split0);
+      if (n == 1 && p.jobs == 1 && p.out == 4096 && p.in == 8192) hc_post_check(e, rng, ms[0].w, x.ptr, out);
       const bool sectors0 = fp8_full_sectors();
       set_fp8_full_sectors(!sectors0);
       check(sectors0 ? "mma, auto, half sectors" : "mma, auto, full sectors", true, timed(true));

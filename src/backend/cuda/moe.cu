@@ -99,18 +99,12 @@ void moe_combine_hc_post(Exec& e, const float* out, const float* weights, int K,
                          bool official, float* y, const HcParams& p, const float* X,
                          const float* post, const float* comb, int64_t n, float* X_out,
                          bool round_out) {
-  const int hc = p.hc;
   const int64_t d = p.d;
+  const HcPostArgs a{X, post, comb, X_out, p.hc, d, round_out};
   e.each(n * d, [=] DI_HD(int64_t i) {
-    const int64_t r = i / d, c = i % d;
     const float yv = combined(out, weights, K, d, pre_weighted, official, y, i);
     y[i] = yv;
-    const float* C = comb + r * hc * hc;
-    for (int j = 0; j < hc; ++j) {
-      float o = post[r * hc + j] * yv;
-      for (int s = 0; s < hc; ++s) o += C[s * hc + j] * X[(r * hc + s) * d + c];
-      X_out[(r * hc + j) * d + c] = round_out ? bf16r(o) : o;
-    }
+    hc_post_column(a, i / d, i % d, yv);
   });
 }
 

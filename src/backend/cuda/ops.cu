@@ -391,20 +391,11 @@ void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_
 
 void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, const float* comb,
              const float* y, int64_t n, float* X_out, bool round_out) {
-  const int hc = p.hc;
   const int64_t d = p.d;
+  const HcPostArgs a{X, post, comb, X_out, p.hc, d, round_out};
   // A thread per (row, k) for all hc outputs: each X value is fetched from memory once, not hc
   // times (same sums, same order).
-  e.each(n * d, [=] DI_HD(int64_t i) {
-    const int64_t k = i % d, t = i / d;
-    const float* C = comb + t * hc * hc;
-    const float yv = y[t * d + k];
-    for (int j = 0; j < hc; ++j) {
-      float o = post[t * hc + j] * yv;
-      for (int s = 0; s < hc; ++s) o += C[s * hc + j] * X[(t * hc + s) * d + k];
-      X_out[(t * hc + j) * d + k] = round_out ? bf16r(o) : o;
-    }
-  });
+  e.each(n * d, [=] DI_HD(int64_t i) { hc_post_column(a, i / d, i % d, y[i]); });
 }
 
 void hc_head(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,

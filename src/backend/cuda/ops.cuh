@@ -107,6 +107,26 @@ void hc_pre_rows(Exec& e, const HcParams& p, const float* X, const float* mix, i
                  float* pre, float* post, float* comb, const float* row_ss);
 void hc_pre(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n, float* pre,
             float* post, float* comb, float* u, float* row_ss);
+// hc_post's outputs at (row t, column k) from y's value yv there: its expressions, for the launches
+// that compute y and X_out together.
+struct HcPostArgs {
+  const float* X = nullptr;
+  const float* post = nullptr;
+  const float* comb = nullptr;
+  float* X_out = nullptr;
+  int hc = 0;
+  int64_t d = 0;
+  bool round_out = false;
+};
+DI_HD inline void hc_post_column(const HcPostArgs& a, int64_t t, int64_t k, float yv) {
+  const int hc = a.hc;
+  const float* C = a.comb + t * hc * hc;
+  for (int j = 0; j < hc; ++j) {
+    float o = a.post[t * hc + j] * yv;
+    for (int s = 0; s < hc; ++s) o += C[s * hc + j] * a.X[(t * hc + s) * a.d + k];
+    a.X_out[(t * hc + j) * a.d + k] = a.round_out ? bf16r(o) : o;
+  }
+}
 // X_out[r, j] = post_j · y[r] + Σ_i comb[i, j] · X[r, i].
 // round_out: X_out bf16-rounded as written.
 void hc_post(Exec& e, const HcParams& p, const float* X, const float* post, const float* comb,
