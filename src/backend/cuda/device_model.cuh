@@ -145,8 +145,8 @@ struct CudaModel::Impl {
   void compute(const Rows& rows, const Segments& segs, int64_t n_logits);
   void block(int layer, const Rows& rows, const Segments& segs, const int32_t* entries);
   // True where it also wrote hc_post's outputs (hc_post_args) in wo_b's launch.
-  bool attention_sublayer(int layer, const Rows& rows, const Segments& segs,
-                          const int32_t* entries, const HcPostArgs& hc_post_args);
+  bool attention_sublayer(int layer, const Rows& rows, const Segments& segs, const int32_t* entries,
+                          const HcPostArgs& hc_post_args);
   // y = the shared expert's output, rout the routed slots' (block() adds them in hc_post's launch).
   void moe_sublayer(int layer, const Rows& rows);
 };

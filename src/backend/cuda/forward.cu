@@ -427,8 +427,8 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     const float* xg = o.ptr + g * gw;
     const bool quant = official && wg[g].quantized();
     group = !(quant && wg[g].quantize_input) && gemv_split_row(wg[g], n, xg, int64_t{H} * D);
-    jobs[g] = {&wg[g], xg, z.ptr + int64_t{g} * olr, int64_t{G} * olr, quant,
-               zq_wanted ? xq.ptr + int64_t{g} * olr : nullptr};
+    jobs[g] = {&wg[g],           xg,    z.ptr + int64_t{g} * olr,
+               int64_t{G} * olr, quant, zq_wanted ? xq.ptr + int64_t{g} * olr : nullptr};
   }
   if (group) {
     zq_ready = gemv_split_row_group(exec, o.ptr, int64_t{H} * D, n, jobs, G) && zq_wanted;

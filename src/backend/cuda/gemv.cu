@@ -10,8 +10,8 @@
 #include "backend/cuda/gemv_device.cuh"
 #include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/gemv_mma.cuh"
-#include "backend/cuda/ops.cuh"
 #include "backend/cuda/gemv_row1.cuh"
+#include "backend/cuda/ops.cuh"
 #include "backend/cuda/weight_load.cuh"
 
 namespace deepinfer::cuda {
@@ -586,12 +586,11 @@ bool gemv_row_hc_post(Exec& e, const float* x, const DevWeight& w, float* y, boo
                       const HcPostArgs& hp) {
   // Where gemv_rows at one row takes the row kernels (launch_row), and nowhere else.
   const bool fp8 = w.format == DevFormat::FP8, fp4 = w.format == DevFormat::FP4;
-  const bool row_kernels =
-      g_fast && !e.emulate && !batch_invariant() && hp.X_out && gemv_shape_ok(w) && (fp8 || fp4) &&
-      (g_version == 0 || g_version == 2) && w.in % 16 == 0 &&
-      reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-      !(round_out && w.out >= 8192 && gemv_mma_supported(w, 1, x, w.in)) &&
-      gemv_row1_split(w, x) <= 0 && !(w.out < kSplitKOut && w.in >= kSplitKIn);
+  const bool row_kernels = g_fast && !e.emulate && !batch_invariant() && hp.X_out &&
+                           gemv_shape_ok(w) && (fp8 || fp4) && (g_version == 0 || g_version == 2) &&
+                           w.in % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                           !(round_out && w.out >= 8192 && gemv_mma_supported(w, 1, x, w.in)) &&
+                           gemv_row1_split(w, x) <= 0 && !(w.out < kSplitKOut && w.in >= kSplitKIn);
   if (!row_kernels) return false;
   const int64_t warps = (w.out + kCols - 1) / kCols;
   const int split = row_split(warps, w.in);

@@ -408,9 +408,12 @@ void hc_post_check(Exec& e, std::mt19937& rng, const DevWeight& w, const float* 
   KernelCheck kc;
   kc.tolerance = 0;
   kc.rel_error = e.sync().ok() && took && same ? 0.0 : 1.0;
-  kc.line = std::string("row kernel 4096x8192 FP8, 1 row, hc_post in the launch vs gemv then "
-                        "hc_post: ") +
-            (!took ? "not taken" : same ? "the same bits" : "bits differ");
+  kc.line = std::string(
+                "row kernel 4096x8192 FP8, 1 row, hc_post in the launch vs gemv then "
+                "hc_post: ") +
+            (!took  ? "not taken"
+             : same ? "the same bits"
+                    : "bits differ");
   out.push_back(kc);
 }
 
@@ -539,8 +542,13 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
         yqref.allocate(e, y.count);
         MmaGemvJob jobs[kMaxGemvJobs];
         for (int j = 0; j < nj; ++j)
-          jobs[j] = {&ms[static_cast<size_t>(j)].w, x_of(j), xw, y.ptr + j * p.out, total_out,
-                     true, yq.ptr + j * p.out};
+          jobs[j] = {&ms[static_cast<size_t>(j)].w,
+                     x_of(j),
+                     xw,
+                     y.ptr + j * p.out,
+                     total_out,
+                     true,
+                     yq.ptr + j * p.out};
         e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
         e.note(cudaMemsetAsync(yq.ptr, 0xFF, yq.bytes(), e.stream));
         gemv_mma(e, jobs, nj, n);
@@ -568,7 +576,8 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
         out.push_back(kc);
       }
       set_gemv_mma_split(split0);
-      if (n == 1 && p.jobs == 1 && p.out == 4096 && p.in == 8192) hc_post_check(e, rng, ms[0].w, x.ptr, out);
+      if (n == 1 && p.jobs == 1 && p.out == 4096 && p.in == 8192)
+        hc_post_check(e, rng, ms[0].w, x.ptr, out);
       const bool sectors0 = fp8_full_sectors();
       set_fp8_full_sectors(!sectors0);
       check(sectors0 ? "mma, auto, half sectors" : "mma, auto, full sectors", true, timed(true));
