@@ -167,6 +167,7 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
     float m = sink;
 #pragma unroll
     for (int k = 0; k < kDecLaneSlots; ++k) {
+      if (32 * k >= S) break;  // uniform: the later loops stop there too
       const int s = lane + 32 * k;
       l[k] = s < S ? pr[s] : -INFINITY;
       if (s < S) m = fmaxf(m, l[k]);
@@ -175,6 +176,7 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < kDecLaneSlots; ++k) {
+      if (32 * k >= S) break;
       if (lane + 32 * k >= S) continue;
       l[k] = l[k] == -INFINITY ? 0.0f : expf(l[k] - m);
       sum += l[k];
@@ -182,6 +184,7 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
     const float inv = 1.0f / (warp_sum(sum) + expf(sink - m));
 #pragma unroll
     for (int k = 0; k < kDecLaneSlots; ++k) {
+      if (32 * k >= S) break;
       if (lane + 32 * k < S) pr[lane + 32 * k] = l[k] * inv;
     }
     return;
@@ -199,20 +202,24 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
     const int64_t t = s - order.W + order.window_slots;
     return t < n_slots ? t : -1;
   };
+  // Every loop below stops at the row's last slot or tile (uniform across the warp: one row, one
+  // head), so a short row does not pay for kDecodeMaxSlots; the tiles past n_tiles were no-ops.
   uint32_t missing = 0;  // bit k: slot lane + 32 k is outside the order and has no key
   int sl[kDecTiles][2];
   float l[kDecTiles][2];
 #pragma unroll
   for (int k = 0; k < kDecLaneSlots; ++k) {
+    if (32 * k >= S) break;
     const int s = lane + 32 * k;
     if (s < S && rank_of(s) < 0 && pr[s] == -INFINITY) missing |= 1u << k;
   }
 #pragma unroll
   for (int T = 0; T < kDecTiles; ++T) {
+    if (T >= n_tiles) break;
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
       const int64_t t = int64_t{T} * kSlotTile + u * 32 + lane;
-      sl[T][u] = T < n_tiles && t < n_slots ? order.slot(t) : -1;
+      sl[T][u] = t < n_slots ? order.slot(t) : -1;
       l[T][u] = sl[T][u] >= 0 ? pr[sl[T][u]] : -INFINITY;
     }
   }
@@ -220,11 +227,13 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
   float run_max = -INFINITY, denom = 0.0f, resc[kDecTiles], tile_max[kDecTiles];
 #pragma unroll
   for (int T = 0; T < kDecTiles; ++T) {
+    if (T >= n_tiles) break;
     if (__any_sync(0xffffffffu, sl[T][0] >= 0 || sl[T][1] >= 0)) any |= 1u << T;
     tile_max[T] = warp_max(fmaxf(l[T][0], l[T][1]));
   }
 #pragma unroll
   for (int T = 0; T < kDecTiles; ++T) {  // tile_max becomes the running maximum after tile T
+    if (T >= n_tiles) break;
     resc[T] = 1.0f;
     if (!(any >> T & 1)) continue;
     const float new_max = fmaxf(run_max, tile_max[T]);
@@ -234,6 +243,7 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
   float psum[kDecTiles];
 #pragma unroll
   for (int T = 0; T < kDecTiles; ++T) {
+    if (T >= n_tiles) break;
     float part = 0.0f;
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
@@ -246,6 +256,7 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
   }
 #pragma unroll
   for (int T = 0; T < kDecTiles; ++T) {
+    if (T >= n_tiles) break;
     if (any >> T & 1) denom = denom * resc[T] + psum[T];
   }
   denom += expf(sink - run_max);
@@ -261,6 +272,7 @@ __global__ void __launch_bounds__(kSoftmaxWarps * 32)
   }
 #pragma unroll
   for (int k = 0; k < kDecLaneSlots; ++k) {
+    if (32 * k >= S) break;
     if (missing >> k & 1) pr[lane + 32 * k] = 0.0f;
   }
 }

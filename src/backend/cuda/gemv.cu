@@ -464,16 +464,39 @@ void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWei
 // kernel (a block per column) instead of a warp per column.
 constexpr int64_t kSplitKOut = 2048, kSplitKIn = 2048;
 
+}  // namespace
+
+bool gemv_takes_mma(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out) {
+  return round_out && !batch_invariant() && n <= 8 && (n > 1 || w.out >= 8192) &&
+         gemv_mma_supported(w, n, x, ldx) && !gemv_split_row(w, n, x, ldx);
+}
+
+bool gemv_takes_splitk(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out) {
+  return n >= 1 && n <= 8 && !gemv_takes_mma(w, n, x, ldx, round_out) &&
+         !(n == 1 && gemv_row1_split(w, x) > 0) && w.out < kSplitKOut && w.in >= kSplitKIn &&
+         !gemv_cluster_preferred(w, n, x, ldx);
+}
+
+namespace {
+
 // One pass of at most 8 rows: the GEMV kernel and version per format and row count.
 void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                int64_t ldy, bool round_out) {
-  // Official FP8 products (inputs FP8-quantized or bf16, so exact in the mma's fp16) on the
-  // tensor cores, outside batch-invariant mode; split-row shapes keep their kernels, so that a
-  // group of them gives the bits of its separate products (gemv_group.cuh). At one row products
-  // of fewer than 8,192 outputs keep the row kernels below (H200, cold: wo_b 0.0167 vs 0.0186 ms,
-  // the shared w2 0.0084 vs 0.0086; wq_b 0.0180 vs 0.0137 on the tensor cores).
-  if (round_out && !batch_invariant() && (n > 1 || w.out >= 8192) &&
-      gemv_mma_supported(w, n, x, ldx) && !gemv_split_row(w, n, x, ldx)) {
+  if (gemv_takes_splitk(w, n, x, ldx, round_out)) {
+    const unsigned b = static_cast<unsigned>(w.out);
+    const int rows = static_cast<int>(n);
+    if (n == 1) {
+      e.launch(gemv_splitk_kernel<1>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n == 2) {
+      e.launch(gemv_splitk_kernel<2>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n <= 4) {
+      e.launch(gemv_splitk_kernel<4>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
+    } else {
+      e.launch(gemv_splitk_kernel<8>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
+    }
+    return;
+  }
+  if (gemv_takes_mma(w, n, x, ldx, round_out)) {
     const MmaGemvJob job{&w, x, ldx, y, ldy, true};
     gemv_mma(e, &job, 1, n);
     return;
@@ -493,21 +516,8 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
                           (w.format == DevFormat::FP8 && (n == 1 || batch_invariant()))));
   const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
   constexpr int kThreads = 256;
-  if (w.out < kSplitKOut && w.in >= kSplitKIn) {
-    if (gemv_cluster_preferred(w, n, x, ldx)) {  // the mHC mixes: K over a cluster
-      gemv_cluster(e, x, ldx, n, w, y, ldy, round_out);
-      return;
-    }
-    const unsigned b = static_cast<unsigned>(w.out);
-    if (n == 1) {
-      e.launch(gemv_splitk_kernel<1>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
-    } else if (n == 2) {
-      e.launch(gemv_splitk_kernel<2>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
-    } else if (n <= 4) {
-      e.launch(gemv_splitk_kernel<4>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
-    } else {
-      e.launch(gemv_splitk_kernel<8>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
-    }
+  if (w.out < kSplitKOut && w.in >= kSplitKIn) {       // the mHC mixes: K over a cluster
+    gemv_cluster(e, x, ldx, n, w, y, ldy, round_out);  // (the split-K column kernel was not taken)
     return;
   }
   if (v2_ok && n == 1 && !batch_invariant() &&
@@ -589,7 +599,7 @@ bool gemv_row_hc_post(Exec& e, const float* x, const DevWeight& w, float* y, boo
   const bool row_kernels = g_fast && !e.emulate && !batch_invariant() && hp.X_out &&
                            gemv_shape_ok(w) && (fp8 || fp4) && (g_version == 0 || g_version == 2) &&
                            w.in % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                           !(round_out && w.out >= 8192 && gemv_mma_supported(w, 1, x, w.in)) &&
+                           !gemv_takes_mma(w, 1, x, w.in, round_out) &&
                            gemv_row1_split(w, x) <= 0 && !(w.out < kSplitKOut && w.in >= kSplitKIn);
   if (!row_kernels) return false;
   const int64_t warps = (w.out + kCols - 1) / kCols;
