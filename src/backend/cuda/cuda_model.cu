@@ -380,6 +380,9 @@ CudaModel::~CudaModel() {
     if (impl_->side_stream) cudaStreamDestroy(impl_->side_stream);
     if (impl_->fork_event) cudaEventDestroy(impl_->fork_event);
     if (impl_->join_event) cudaEventDestroy(impl_->join_event);
+    if (impl_->index_stream) cudaStreamDestroy(impl_->index_stream);
+    if (impl_->index_event) cudaEventDestroy(impl_->index_event);
+    if (impl_->index_join_event) cudaEventDestroy(impl_->index_join_event);
   }
 }
 
@@ -413,7 +416,10 @@ Result<std::unique_ptr<CudaModel>> CudaModel::from_model(const model::Model& cpu
     }
     if (cudaStreamCreateWithFlags(&impl->side_stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&impl->fork_event, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventCreateWithFlags(&impl->join_event, cudaEventDisableTiming) != cudaSuccess) {
+        cudaEventCreateWithFlags(&impl->join_event, cudaEventDisableTiming) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&impl->index_stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&impl->index_event, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&impl->index_join_event, cudaEventDisableTiming) != cudaSuccess) {
       return Error{"CUDA backend: cannot create the side stream and its events"};
     }
   }

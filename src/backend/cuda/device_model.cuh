@@ -73,6 +73,11 @@ struct CudaModel::Impl {
   // (moe_sublayer), forked from and joined to exec.stream by the two events; null when emulated.
   cudaStream_t side_stream = nullptr;
   cudaEvent_t fork_event = nullptr, join_event = nullptr;
+  // A third stream the CSA layer's indexer chain runs on beside the side stream's kv norm and
+  // compressors (attention_sublayer): index_event when the side stream's index compressor is
+  // done, index_join_event when the indexer is.
+  cudaStream_t index_stream = nullptr;
+  cudaEvent_t index_event = nullptr, index_join_event = nullptr;
   std::unique_ptr<model::Model> owned;  // the CPU model when loaded from a folder
   model::ModelConfig cfg;
   CudaModelOptions opt;

@@ -76,6 +76,13 @@ bool sinkhorn_side() {
   return on;
 }
 
+// The CSA indexer chain on its own stream (attention_sublayer; the same bits);
+// DEEPINFER_CUDA_INDEX_STREAM=0 keeps it on the side stream.
+bool index_stream_on() {
+  static const bool on = env_switch("DEEPINFER_CUDA_INDEX_STREAM", true);
+  return on;
+}
+
 struct XnProduct {
   const DevWeight* w;
   float* y;
@@ -351,7 +358,44 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     exec.note(cudaStreamWaitEvent(side_stream, fork_event, 0));
   }
   Exec& ax = side ? sx : exec;
-  pending_sinkhorn(ax, sinkhorn, n);
+  // The CSA layer's indexer chain (index wq_b → indexer top-k) on a third stream beside the kv
+  // norm and the compressors, waiting only for the index compressor (its keys): the side chain
+  // was the layer's longest. Elsewhere (or DEEPINFER_CUDA_INDEX_STREAM=0) on ax after them.
+  const bool index_apart = side && csa && B.has_compressor && index_stream && index_stream_on();
+  Exec own_ix = ax;
+  if (index_apart) {
+    own_ix.stream = index_stream;
+    exec.note(cudaStreamWaitEvent(index_stream, fork_event, 0));
+  }
+  Exec& ix = index_apart ? own_ix : ax;
+  const int ipairs = std::min(R, std::max(ihd, 0)) / 2;
+  const size_t ri =
+      static_cast<size_t>(std::find(ratios.begin(), ratios.end(), ratio) - ratios.begin());
+  const int32_t* ent_seq = B.has_compressor ? entries + ent_off[ri] : nullptr;
+  const int32_t* ent_j = ent_seq ? ent_seq + (N + opt.max_sequences) : nullptr;
+  auto compress = [&](const DevCompressor& w, const CompressorBuffers& cb, const float* a,
+                      const float* g, int rp, bool keys) {
+    compressor_push(ax, rows, segs, a, g, w.ape, cb);
+    compressor_finish(ax, cb, ent_seq, ent_j, entries + ent_count + ri, ent_max, w.norm, eps,
+                      comp_inv, comp_af, rp, keys, official);
+  };
+  if (index_apart) {  // the indexer's keys first, so that its chain waits the least
+    compress(B.index_compressor, L.icomp, ica.ptr, icg.ptr, ipairs, true);
+    exec.note(cudaEventRecord(index_event, ax.stream));
+  }
+  if (csa) {
+    linear(ix, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr,
+           iq_ready ? xq.ptr : nullptr);
+    rope(ix, iq.ptr, n, ih, ihd, ipairs, comp_inv, comp_af, rows.pos, false);
+    if (official) indexer_rows_official(ix, iq.ptr, n * ih, ihd);
+    const float wscale = official ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
+                                  : 1.0f / std::sqrt(static_cast<float>(ih));
+    if (official) {
+      scale_values_bf16(ix, iw.ptr, n * ih, wscale);
+    } else {
+      scale_values(ix, iw.ptr, n * ih, wscale);
+    }
+  }
   if (official) {
     kv_norm_rope_official(ax, kv.ptr, n, D, R, B.kv_norm, eps,
                           RopeRows{inv, af, rows.pos, 1, pairs});
@@ -359,36 +403,20 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     rms_norm(ax, kv.ptr, n, D, B.kv_norm, eps, kv.ptr);
     rope(ax, kv.ptr, n, 1, D, pairs, inv, af, rows.pos, false);
   }
-  const int ipairs = std::min(R, std::max(ihd, 0)) / 2;
   if (B.has_compressor) {
-    const size_t ri =
-        static_cast<size_t>(std::find(ratios.begin(), ratios.end(), ratio) - ratios.begin());
-    const int32_t* ent_seq = entries + ent_off[ri];
-    const int32_t* ent_j = ent_seq + (N + opt.max_sequences);
-    auto compress = [&](const DevCompressor& w, const CompressorBuffers& cb, const float* a,
-                        const float* g, int rp, bool keys) {
-      compressor_push(ax, rows, segs, a, g, w.ape, cb);
-      compressor_finish(ax, cb, ent_seq, ent_j, entries + ent_count + ri, ent_max, w.norm, eps,
-                        comp_inv, comp_af, rp, keys, official);
-    };
     compress(B.compressor, L.comp, ca.ptr, cg.ptr, pairs, false);
-    if (csa) compress(B.index_compressor, L.icomp, ica.ptr, icg.ptr, ipairs, true);
+    if (csa && !index_apart) compress(B.index_compressor, L.icomp, ica.ptr, icg.ptr, ipairs, true);
   }
+  pending_sinkhorn(ax, sinkhorn, n);
   if (csa) {
-    linear(ax, qr.ptr, qlr, n, B.index_wq_b, iq.ptr, int64_t{ih} * ihd, official, xq.ptr,
-           iq_ready ? xq.ptr : nullptr);
-    rope(ax, iq.ptr, n, ih, ihd, ipairs, comp_inv, comp_af, rows.pos, false);
-    if (official) indexer_rows_official(ax, iq.ptr, n * ih, ihd);
-    const float wscale = official ? static_cast<float>(std::pow(ihd, -0.5) * std::pow(ih, -0.5))
-                                  : 1.0f / std::sqrt(static_cast<float>(ih));
-    if (official) {
-      scale_values_bf16(ax, iw.ptr, n * ih, wscale);
-    } else {
-      scale_values(ax, iw.ptr, n * ih, wscale);
-    }
+    if (index_apart) exec.note(cudaStreamWaitEvent(index_stream, index_event, 0));
     IndexerArgs ia{iq.ptr, iw.ptr, L.icomp.store, L.icomp.capacity, ih,
                    ihd,    ratio,  c.index_topk,  official,         L.icomp.pages};
-    indexer_topk(ax, rows, ia, iscore.ptr, sel.ptr, cnt.ptr);
+    indexer_topk(ix, rows, ia, iscore.ptr, sel.ptr, cnt.ptr);
+  }
+  if (index_apart) {
+    exec.note(ix.error);
+    exec.note(cudaEventRecord(index_join_event, index_stream));
   }
   // wq_b (after the side stream's work in stream order when there is none: the same bits), with
   // the q head norm in its launch where linear() takes the tensor-core GEMV for it.
@@ -412,6 +440,7 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     exec.note(cudaEventRecord(join_event, side_stream));
     exec.note(cudaStreamWaitEvent(exec.stream, join_event, 0));
   }
+  if (index_apart) exec.note(cudaStreamWaitEvent(exec.stream, index_join_event, 0));
   AttnArgs aa;
   aa.q = q.ptr;
   aa.kv = kv.ptr;
