@@ -356,8 +356,6 @@ void CudaModel::Impl::allocate_state_and_scratch() {
   sel.allocate(exec, static_cast<size_t>(N * std::max(1, c.index_topk)));
   cnt.allocate(exec, static_cast<size_t>(N));
   idx.allocate(exec, static_cast<size_t>(N * K));
-  route_done.allocate(exec, 1);
-  exec.fill_zero(route_done.ptr, route_done.bytes());
   sample_specs.allocate(exec, static_cast<size_t>(S));
   sampled.allocate(exec, static_cast<size_t>(S));
   expert_plan.allocate(exec, N * K, static_cast<int>(E));

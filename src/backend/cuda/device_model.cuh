@@ -115,7 +115,6 @@ struct CudaModel::Impl {
   DeviceArray<float> X, X2, u, xn, y, pre, post, comb, mix, qa, qr, q, kv, o, z, ca, cg, ica, icg,
       iq, iw, iscore, probs, xq, xnq, Xr, hh, lg, mlog, wts, sh1, sh3, shq, rh1, rh3, rout, rss;
   DeviceArray<int32_t> sel, cnt, idx, meta, sampled;
-  DeviceArray<unsigned> route_done;      // gemv_route's counter of finished blocks (zero at rest)
   DeviceArray<SampleSpec> sample_specs;  // decode rows' device sampling (sampling.h)
   ExpertPlanBuffers expert_plan;         // the routed slots by expert (grouped expert kernels)
   std::vector<int32_t> host_meta;
@@ -150,15 +149,11 @@ struct CudaModel::Impl {
   // Every kernel of one launch (no host sync, no allocation: capturable in a graph).
   void compute(const Rows& rows, const Segments& segs, int64_t n_logits);
   void block(int layer, const Rows& rows, const Segments& segs, const int32_t* entries);
-  // True where it also wrote hc_post's outputs (hc_post_args) in wo_b's launch. sinkhorn (or
-  // null): the mHC post / comb still to compute (hc_pre_norm_fused left them), which each
-  // sublayer launches first on its side stream where it forks one, else first on exec.
+  // True where it also wrote hc_post's outputs (hc_post_args) in wo_b's launch.
   bool attention_sublayer(int layer, const Rows& rows, const Segments& segs, const int32_t* entries,
-                          const HcPostArgs& hc_post_args, const HcParams* sinkhorn);
+                          const HcPostArgs& hc_post_args);
   // y = the shared expert's output, rout the routed slots' (block() adds them in hc_post's launch).
-  void moe_sublayer(int layer, const Rows& rows, const HcParams* sinkhorn);
-  // The mHC post / comb of the pending Sinkhorn (hc_pre_rows_fast), if any, on e.
-  void pending_sinkhorn(Exec& e, const HcParams* sinkhorn, int64_t n);
+  void moe_sublayer(int layer, const Rows& rows);
 };
 
 }  // namespace deepinfer::cuda

@@ -93,12 +93,10 @@ void hc_pre_rows_fast(Exec& e, const HcParams& p, const float* mix, const float*
 // hc_pre followed by rms_norm (or rms_norm_quant where xnq is given) of its u into xn, as one
 // launch after the sums of squares (mhc_pre_fused.cu), the same bits; false (nothing launched)
 // where it does not apply: not hc = 4 rows of a multiple of 128 in 256 … 4,096, the fast kernels
-// off, unaligned rows, no row_ss scratch, fused_rows() off. sinkhorn false: post and comb are
-// left to a later hc_pre_rows_fast(p, mix, row_ss, n, nullptr, post, comb) of the caller's (on
-// another stream, off the critical path), the launch writing row_ss for it.
+// off, unaligned rows, no row_ss scratch, fused_rows() off.
 bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n,
                        float* pre, float* post, float* comb, float* u, float* row_ss,
                        const float* norm_w, float eps, float* xn, bool round_in, bool round_out,
-                       float* xnq, bool sinkhorn = true);
+                       float* xnq);
 
 }  // namespace deepinfer::cuda

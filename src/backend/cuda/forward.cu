@@ -55,27 +55,6 @@ bool fused_hc_post() {
   return on;
 }
 
-// The q head norm inside wq_b's tensor-core launch (the same bits, one launch fewer a layer);
-// DEEPINFER_CUDA_Q_HEAD_NORM_FUSED=0 keeps q_head_norm_rope_official's launch.
-bool fused_head_norm() {
-  static const bool on = env_switch("DEEPINFER_CUDA_Q_HEAD_NORM_FUSED", true);
-  return on;
-}
-
-// The router's product and the routing in one launch (the same bits, one launch fewer a layer);
-// DEEPINFER_CUDA_GATE_ROUTE=0 keeps the two.
-bool fused_gate_route() {
-  static const bool on = env_switch("DEEPINFER_CUDA_GATE_ROUTE", true);
-  return on;
-}
-
-// The mHC Sinkhorn (post / comb) launched on the sublayer's side stream instead of as a second
-// block of the pre-norm launch (the same bits; DEEPINFER_CUDA_SINKHORN_SIDE=0 keeps the block).
-bool sinkhorn_side() {
-  static const bool on = env_switch("DEEPINFER_CUDA_SINKHORN_SIDE", true);
-  return on;
-}
-
 // The CSA indexer chain on its own stream (attention_sublayer; the same bits);
 // DEEPINFER_CUDA_INDEX_STREAM=0 keeps it on the side stream.
 bool index_stream_on() {
@@ -253,14 +232,8 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     const bool want_q =
         official && !exec.emulate && fast_kernels() && n <= gemv_max_rows() && !batch_invariant();
     xn_q = want_q ? xnq.ptr : nullptr;
-    // Sinkhorn's post / comb (needed only by hc_post) on the sublayer's side stream where it
-    // forks one, so the norm's launch is the mix and norm alone.
-    const bool later = sinkhorn_side() && side_stream && !exec.emulate && n <= gemv_max_rows();
-    const bool fused = hc_pre_norm_fused(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr,
-                                         u.ptr, rss.ptr, norm, eps, xn.ptr, official, official,
-                                         want_q ? xnq.ptr : nullptr, !later);
-    const HcParams* sinkhorn = fused && later ? &hp : nullptr;
-    if (!fused) {
+    if (!hc_pre_norm_fused(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr,
+                           norm, eps, xn.ptr, official, official, want_q ? xnq.ptr : nullptr)) {
       hc_pre(exec, hp, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr, rss.ptr);
       if (want_q) {
         rms_norm_quant(exec, u.ptr, n, d, norm, eps, xn.ptr, true, true, xnq.ptr);
@@ -270,13 +243,13 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
     }
     if (half == 0) {
       const HcPostArgs ha{X.ptr, post.ptr, comb.ptr, X2.ptr, hp.hc, d, official};
-      if (!attention_sublayer(layer, rows, segs, entries, ha, sinkhorn)) {    // else wo_b did it
+      if (!attention_sublayer(layer, rows, segs, entries, ha)) {  // else wo_b's launch did it
         if (official && !B.wo_b.quantized()) round_bf16(exec, y.ptr, n * d);  // else rounded
         hc_post(exec, hp, X.ptr, post.ptr, comb.ptr, y.ptr, n, X2.ptr, official);
       }
     } else {
       // The routed experts' weighted sum joins y in hc_post's launch.
-      moe_sublayer(layer, rows, sinkhorn);
+      moe_sublayer(layer, rows);
       moe_combine_hc_post(exec, rout.ptr, wts.ptr, c.experts_per_token, official, official, y.ptr,
                           hp, X.ptr, post.ptr, comb.ptr, n, X2.ptr, official);
     }
@@ -284,13 +257,8 @@ void CudaModel::Impl::block(int layer, const Rows& rows, const Segments& segs,
   }
 }
 
-void CudaModel::Impl::pending_sinkhorn(Exec& e, const HcParams* sinkhorn, int64_t n) {
-  if (sinkhorn) hc_pre_rows_fast(e, *sinkhorn, mix.ptr, rss.ptr, n, nullptr, post.ptr, comb.ptr);
-}
-
 bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segments& segs,
-                                         const int32_t* entries, const HcPostArgs& hc_post_args,
-                                         const HcParams* sinkhorn) {
+                                         const int32_t* entries, const HcPostArgs& hc_post_args) {
   const model::ModelConfig& c = cfg;
   const DevBlock& B = blocks[static_cast<size_t>(layer)];
   LayerState& L = layers[static_cast<size_t>(layer)];
@@ -407,7 +375,6 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     compress(B.compressor, L.comp, ca.ptr, cg.ptr, pairs, false);
     if (csa && !index_apart) compress(B.index_compressor, L.icomp, ica.ptr, icg.ptr, ipairs, true);
   }
-  pending_sinkhorn(ax, sinkhorn, n);
   if (csa) {
     if (index_apart) exec.note(cudaStreamWaitEvent(index_stream, index_event, 0));
     IndexerArgs ia{iq.ptr, iw.ptr, L.icomp.store, L.icomp.capacity, ih,
@@ -418,22 +385,14 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
     exec.note(ix.error);
     exec.note(cudaEventRecord(index_join_event, index_stream));
   }
-  // wq_b (after the side stream's work in stream order when there is none: the same bits), with
-  // the q head norm in its launch where linear() takes the tensor-core GEMV for it.
-  const RopeRows q_rope{inv, af, rows.pos, H, pairs};
-  const MmaGemvJob wq_b_job{&B.wq_b, xq.ptr, qlr, q.ptr, int64_t{H} * D, true};
-  const bool q_normed = q_fused && fused_head_norm() &&
-                        gemv_takes_mma(B.wq_b, n, xq.ptr, qlr, true) &&
-                        gemv_mma_head_norm(exec, wq_b_job, n, HeadNormArgs{D, eps, q_rope});
-  if (!q_normed) {
-    linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr,
-           q_fused ? xq.ptr : nullptr);
-    if (official) {
-      q_head_norm_rope_official(exec, q.ptr, n * H, D, eps, q_rope);
-    } else {
-      rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
-      rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
-    }
+  // wq_b (after the side stream's work in stream order when there is none: the same bits).
+  linear(exec, qr.ptr, qlr, n, B.wq_b, q.ptr, int64_t{H} * D, official, xq.ptr,
+         q_fused ? xq.ptr : nullptr);
+  if (official) {
+    q_head_norm_rope_official(exec, q.ptr, n * H, D, eps, RopeRows{inv, af, rows.pos, H, pairs});
+  } else {
+    rms_norm(exec, q.ptr, n * H, D, nullptr, eps, q.ptr);
+    rope(exec, q.ptr, n, H, D, pairs, inv, af, rows.pos, false);
   }
   if (side) {
     exec.note(sx.error);
@@ -525,7 +484,7 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   return posted;
 }
 
-void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows, const HcParams* sinkhorn) {
+void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows) {
   const model::ModelConfig& c = cfg;
   const DevBlock& B = blocks[static_cast<size_t>(layer)];
   const int64_t n = rows.n, d = c.hidden_size;
@@ -542,7 +501,6 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows, const HcParams* 
     exec.note(cudaEventRecord(fork_event, exec.stream));
     exec.note(cudaStreamWaitEvent(side_stream, fork_event, 0));
   }
-  pending_sinkhorn(sx, sinkhorn, n);
   float* sq = side ? shq.ptr : xq.ptr;  // the shared expert's quantization scratch
   // Shared expert over all rows; w1 and w3 as one tensor-core GEMV launch where both take it.
   const bool w13_mma = official && xn_q && !exec.emulate && fast_kernels() && !batch_invariant() &&
@@ -572,6 +530,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows, const HcParams* 
     exec.note(cudaEventRecord(join_event, side_stream));
     exec.note(cudaStreamWaitEvent(exec.stream, join_event, 0));
   };
+  linear(exec, xn.ptr, d, n, B.gate, mlog.ptr, E, official, xq.ptr, xn_q);
   RouteArgs ra;
   ra.E = E;
   ra.K = K;
@@ -582,18 +541,7 @@ void CudaModel::Impl::moe_sublayer(int layer, const Rows& rows, const HcParams* 
   ra.tid2eid = B.tid2eid;
   ra.bias = B.gate_bias;
   ra.routed_scale = static_cast<float>(c.routed_scaling);
-  // The router and the routing as one launch where the router is a split-K column GEMV pass
-  // (the input linear() would give it: xn, or its FP8 copy).
-  const bool gate_q = official && B.gate.quantized() && B.gate.quantize_input;
-  const float* gate_x = gate_q ? xn_q : xn.ptr;
-  const bool routed =
-      fused_gate_route() && gate_x &&
-      gemv_route(exec, gate_x, d, n, B.gate, mlog.ptr, official && B.gate.quantized(), ra, rows.ids,
-                 idx.ptr, wts.ptr, route_done.ptr);
-  if (!routed) {
-    linear(exec, xn.ptr, d, n, B.gate, mlog.ptr, E, official, xq.ptr, xn_q);
-    moe_route(exec, ra, rows.ids, n, mlog.ptr, idx.ptr, wts.ptr);
-  }
+  moe_route(exec, ra, rows.ids, n, mlog.ptr, idx.ptr, wts.ptr);
   // Routed experts, one slot per (row, k): grouped by expert on the device (each expert's
   // weights streamed once per step), or the reference path (a product per slot).
   const int64_t slots = n * K;

@@ -471,31 +471,11 @@ bool gemv_takes_mma(const DevWeight& w, int64_t n, const float* x, int64_t ldx, 
          gemv_mma_supported(w, n, x, ldx) && !gemv_split_row(w, n, x, ldx);
 }
 
-bool gemv_takes_splitk(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out) {
-  return n >= 1 && n <= 8 && !gemv_takes_mma(w, n, x, ldx, round_out) &&
-         !(n == 1 && gemv_row1_split(w, x) > 0) && w.out < kSplitKOut && w.in >= kSplitKIn &&
-         !gemv_cluster_preferred(w, n, x, ldx);
-}
-
 namespace {
 
 // One pass of at most 8 rows: the GEMV kernel and version per format and row count.
 void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,
                int64_t ldy, bool round_out) {
-  if (gemv_takes_splitk(w, n, x, ldx, round_out)) {
-    const unsigned b = static_cast<unsigned>(w.out);
-    const int rows = static_cast<int>(n);
-    if (n == 1) {
-      e.launch(gemv_splitk_kernel<1>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
-    } else if (n == 2) {
-      e.launch(gemv_splitk_kernel<2>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
-    } else if (n <= 4) {
-      e.launch(gemv_splitk_kernel<4>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
-    } else {
-      e.launch(gemv_splitk_kernel<8>, b, 256, 0, x, ldx, rows, w, y, ldy, round_out);
-    }
-    return;
-  }
   if (gemv_takes_mma(w, n, x, ldx, round_out)) {
     const MmaGemvJob job{&w, x, ldx, y, ldy, true};
     gemv_mma(e, &job, 1, n);
@@ -516,8 +496,21 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
                           (w.format == DevFormat::FP8 && (n == 1 || batch_invariant()))));
   const bool v2_ok = want_v2 && w.in % 16 == 0 && ldx % 4 == 0;
   constexpr int kThreads = 256;
-  if (w.out < kSplitKOut && w.in >= kSplitKIn) {       // the mHC mixes: K over a cluster
-    gemv_cluster(e, x, ldx, n, w, y, ldy, round_out);  // (the split-K column kernel was not taken)
+  if (w.out < kSplitKOut && w.in >= kSplitKIn) {
+    if (gemv_cluster_preferred(w, n, x, ldx)) {  // the mHC mixes: K over a cluster
+      gemv_cluster(e, x, ldx, n, w, y, ldy, round_out);
+      return;
+    }
+    const unsigned b = static_cast<unsigned>(w.out);
+    if (n == 1) {
+      e.launch(gemv_splitk_kernel<1>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n == 2) {
+      e.launch(gemv_splitk_kernel<2>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
+    } else if (n <= 4) {
+      e.launch(gemv_splitk_kernel<4>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
+    } else {
+      e.launch(gemv_splitk_kernel<8>, b, kThreads, 0, x, ldx, rows, w, y, ldy, round_out);
+    }
     return;
   }
   if (v2_ok && n == 1 && !batch_invariant() &&

@@ -32,10 +32,6 @@ void set_gemv_max_rows(int rows);
 // the tensor cores).
 bool gemv_takes_mma(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out);
 
-// Whether a GEMV pass of n ≤ 8 rows takes the split-K column kernel (a block of 256 threads per
-// output column, splitk_column) for w: few outputs over long rows (the router, compressor heads).
-bool gemv_takes_splitk(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out);
-
 // y = one row of x against FP8 / FP4 w on the row kernels, with hc_post's outputs of y's row
 // (hp, row 0) in the same launch: true where gemv() would take those kernels (wo_b at one row,
 // outside batch-invariant mode), else nothing launched. The bits of gemv(), then hc_post().

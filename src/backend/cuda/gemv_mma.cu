@@ -32,67 +32,11 @@ struct MmaLaunch {
   int count, n;
   bool full_sectors;  // FP8: each load instruction of a quad covers whole 32-byte sectors
   ExpertJobs ex;
-  HeadNormArgs hn;  // kHeadNorm launches
 };
-
-constexpr int kMaxHeadTiles =
-    4;  // head_dim ≤ 512: the head's squares in each block's shared memory
-
-// The epilogue of a kHeadNorm launch (S = 1; the cluster's blocks are one head's tiles in order):
-// q_head_norm_kernel's operations on the tile's sums. Each block rounds its values as gemv_mma
-// writes them (round_out) and squares them; every block copies the head's squares, one thread per
-// batch row sums them in the head's order, and each block normalizes and rotates its own rows.
-__device__ __forceinline__ void head_norm_finish(const HeadNormArgs& hn,
-                                                 float (&part)[kMaxRows][kTileRows], int n,
-                                                 int64_t t0, float* y, int64_t ldy) {
-  cg::cluster_group cluster = cg::this_cluster();
-  __shared__ float sq[kMaxRows][kTileRows];
-  __shared__ float head_sq[kMaxRows][kMaxHeadTiles * kTileRows];
-  __shared__ float row_rs[kMaxRows];
-  const int hd = hn.head_dim, rank = static_cast<int>(cluster.block_rank());
-  for (int i = threadIdx.x; i < n * kTileRows; i += kThreads) {
-    const int r = i / kTileRows, o = i % kTileRows;
-    const float x = bf16r(part[r][o]);
-    part[r][o] = x;
-    sq[r][o] = bf16r(x * x);
-  }
-  cluster.sync();  // every block's squares written
-  for (int i = threadIdx.x; i < n * hd; i += kThreads) {
-    const int r = i / hd, k = i % hd;
-    head_sq[r][k] =
-        cluster.map_shared_rank(&sq[0][0], k / kTileRows)[r * kTileRows + k % kTileRows];
-  }
-  cluster.sync();  // copied (no block leaves while its squares are read)
-  if (threadIdx.x < n) {
-    const int r = static_cast<int>(threadIdx.x);
-    float sum = 0.0f;
-#pragma unroll 8
-    for (int k = 0; k < hd; ++k) sum += head_sq[r][k];
-    const float mean = bf16r(sum / static_cast<float>(hd));
-    const float t = bf16r(mean + hn.eps);
-    row_rs[r] = bf16r(1.0f / sqrtf(t));
-  }
-  __syncthreads();
-  const RopeRows& rr = hn.rope;
-  const int rot0 = hd - 2 * rr.pairs;  // even: pairs are (even, odd) values of the head
-  constexpr int kPairs = kTileRows / 2;
-  for (int i = threadIdx.x; i < n * kPairs; i += kThreads) {
-    const int r = i / kPairs, o = 2 * (i % kPairs), k = rank * kTileRows + o;
-    const float rs = row_rs[r];
-    float2 v{bf16r(part[r][o] * rs), bf16r(part[r][o + 1] * rs)};
-    if (rr.pairs > 0 && k >= rot0) {
-      const float phi = rr.inv_freq[(k - rot0) / 2] * static_cast<float>(rr.pos[r]);
-      const float c = cosf(phi) * rr.attention_factor;
-      const float s = sinf(phi) * rr.attention_factor;
-      v = rotate_pair(v.x, v.y, c, s);
-    }
-    *reinterpret_cast<float2*>(y + r * ldy + t0 + o) = v;
-  }
-}
 
 // A block's tile over its K slice (mma_step's layout), the slices of a cluster summed in rank
 // order.
-template <DevFormat F, int S, bool kExperts, int kIntDecode, bool kHeadNorm = false>
+template <DevFormat F, int S, bool kExperts, int kIntDecode>
 __global__ void __launch_bounds__(kThreads, 2)
     gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
   constexpr int kStages = 4;
@@ -230,11 +174,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   };
   static_assert(kTileRows == 128, "a tile is one 128-value block of FP8 activations");
-  if constexpr (kHeadNorm) {
-    static_assert(S == 1 && !kExperts, "the head norm's clusters are a head's tiles");
-    __syncthreads();
-    head_norm_finish(L.hn, part, n, t0, y, ldy);
-  } else if constexpr (S == 1) {
+  if constexpr (S == 1) {
     __syncthreads();
     if (yq) {
       finish_quantized([&](int r, int o) { return part[r][o]; }, 0, kTileRows);
@@ -373,31 +313,6 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blo
   if (tiles == 0) return;
   const int s = choose_split(tiles, n, min_in, max_in, 128, min_blocks > 0 ? min_blocks : 128);
   launch_split<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
-}
-
-bool gemv_mma_head_norm(Exec& e, const MmaGemvJob& job, int64_t n, const HeadNormArgs& hn) {
-  const DevWeight& w = *job.w;
-  const int head_tiles = hn.head_dim / kTileRows;
-  if (!gemv_mma_supported(w, n, job.x, job.ldx) || !job.round_out || job.yq ||
-      hn.head_dim % kTileRows != 0 || head_tiles < 1 || head_tiles > kMaxHeadTiles ||
-      w.out % hn.head_dim != 0 || hn.rope.pairs < 0 || 2 * hn.rope.pairs > hn.head_dim ||
-      job.ldy % 2 != 0 || reinterpret_cast<uintptr_t>(job.y) % 8 != 0)
-    return false;
-  const int tiles = static_cast<int>(w.out / kTileRows);
-  if (choose_split(tiles, n, w.in, w.in, 128) != 1) return false;  // gemv_mma's choice for it
-  MmaLaunch L{};
-  L.count = 1;
-  L.n = static_cast<int>(n);
-  L.full_sectors = g_fp8_full_sectors;
-  L.job[0] = {w, job.x, job.ldx, job.y, job.ldy, true, nullptr};
-  L.first[0] = 0;
-  L.first[1] = tiles;
-  L.hn = hn;
-  e.launch_cluster(gemv_mma_kernel<DevFormat::FP8, 1, false, 0, true>,
-                   dim3(static_cast<unsigned>(tiles)), dim3(kThreads), input_bytes(n, w.in, 128),
-                   dim3(static_cast<unsigned>(head_tiles), 1, 1), L);
-  e.note(cudaGetLastError());
-  return true;
 }
 
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {

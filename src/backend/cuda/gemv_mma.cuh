@@ -10,7 +10,6 @@
 
 #include "backend/cuda/exec.cuh"
 #include "backend/cuda/formats.cuh"
-#include "backend/cuda/ops.cuh"
 
 namespace deepinfer::cuda {
 
@@ -53,18 +52,6 @@ bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t l
 // jobs[0, count) (count ≤ kMaxGemvJobs, each gemv_mma_supported at n): one launch, K split until
 // it has min_blocks blocks (0: the default, 128).
 void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blocks = 0);
-// The official q head norm + RoPE (q_head_norm_rope_official over the output's heads, per_row =
-// heads a batch row) applied by the product's own launch: each head of head_dim = 128 · c rows
-// (c ≤ 4) a cluster of c blocks, which sum the head's squares in its order. The same bits as
-// gemv_mma then q_head_norm_rope_official, one launch fewer (wq_b's q at decode).
-struct HeadNormArgs {
-  int head_dim = 0;
-  float eps = 0.0f;
-  RopeRows rope;
-};
-// job (round_out, no yq) at n rows with the head norm in its epilogue; false, nothing launched,
-// where gemv_mma would split its K or the shape does not fit (the output not whole heads).
-bool gemv_mma_head_norm(Exec& e, const MmaGemvJob& job, int64_t n, const HeadNormArgs& hn);
 // min_blocks of the shared expert's w1 + w3 launch beside the routed experts
 // (DEEPINFER_CUDA_SHARED_MIN_BLOCKS, default 64: 32 tiles split 2 instead of 4, leaving block
 // slots to the routed launch beside it; with the SwiGLU fold, H100 batch 1 782.8 / 782.6 / 777.6

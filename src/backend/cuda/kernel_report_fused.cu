@@ -13,7 +13,6 @@
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/kernel_report.h"
 #include "backend/cuda/kernel_report_ctx.cuh"
-#include "backend/cuda/kernel_report_matrix.cuh"
 #include "backend/cuda/moe.cuh"
 
 namespace deepinfer::cuda {
@@ -174,72 +173,6 @@ void route_checks(Ctx& c, std::vector<KernelCheck>& out) {
   }
 }
 
-// The router's product with the routing in its last block (gemv_route) against linear() then
-// moe_route, bitwise (scores, picks, weights), at V4-Flash's bf16 router (256 × 4096, top-6,
-// ranked and hashed) for 1, 3 and 8 rows; each checked run is the launch's second (the counter
-// it leaves must be zero again).
-void gate_route_checks(Ctx& c, std::vector<KernelCheck>& out) {
-  constexpr int E = 256, K = 6;
-  constexpr int64_t d = 4096;
-  const Matrix gate = random_matrix(c.e, DevFormat::BF16, E, d, c.rng);
-  std::vector<float> hx = normal(c, static_cast<size_t>(8 * d));
-  for (auto& v : hx) v = bf16r(v);
-  DeviceArray<float> x, bias, z, w;
-  DeviceArray<int32_t> ids, tab, idx;
-  DeviceArray<unsigned> done;
-  x.upload(c.e, hx);
-  bias.upload(c.e, normal(c, E, 0.5f));
-  std::vector<int32_t> hid(8), htab(static_cast<size_t>(50 * K));
-  for (size_t i = 0; i < hid.size(); ++i) hid[i] = static_cast<int32_t>((i * 7) % 50);
-  for (size_t i = 0; i < htab.size(); ++i) htab[i] = static_cast<int32_t>((i * 37) % E);
-  ids.upload(c.e, hid);
-  tab.upload(c.e, htab);
-  z.allocate(c.e, static_cast<size_t>(8 * E));
-  w.allocate(c.e, static_cast<size_t>(8 * K));
-  idx.allocate(c.e, static_cast<size_t>(8 * K));
-  done.allocate(c.e, 1);
-  c.e.fill_zero(done.ptr, done.bytes());
-  for (const bool hash : {false, true}) {
-    for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}}) {
-      RouteArgs a;
-      a.E = E;
-      a.K = K;
-      a.hash = hash;
-      a.tid2eid = tab.ptr;
-      a.bias = bias.ptr;
-      a.routed_scale = 2.5f;
-      const auto outputs = [&](auto f) {
-        poison(c, z);
-        poison(c, w);
-        poison(c, idx);
-        f();
-        std::vector<float> v = to_host(c, z), t = to_host(c, w);
-        const std::vector<int32_t> i = to_host(c, idx);
-        v.insert(v.end(), t.begin(), t.end());
-        v.insert(v.end(), i.begin(), i.end());
-        return v;
-      };
-      const auto separate = [&] {
-        linear(c.e, x.ptr, d, n, gate.w, z.ptr, E, false, nullptr);
-        moe_route(c.e, a, ids.ptr, n, z.ptr, idx.ptr, w.ptr);
-      };
-      bool fused = true;
-      const auto together = [&] {
-        fused = gemv_route(c.e, x.ptr, d, n, gate.w, z.ptr, false, a, ids.ptr, idx.ptr, w.ptr,
-                           done.ptr) &&
-                fused;
-      };
-      const std::vector<float> ref = outputs(separate);
-      together();
-      const std::vector<float> got = outputs(together);
-      same_bits(c, out,
-                std::string("router + routing fused, ") + (hash ? "hash, " : "top-6, ") +
-                    std::to_string(n) + " row(s)",
-                ref, got, fused, time_ms(c, 20, together), time_ms(c, 20, separate));
-    }
-  }
-}
-
 // The fused mHC pre + RMSNorm (+ FP8 copy) of mhc_pre_fused.cu against hc_pre, then
 // rms_norm_quant, both on the fast kernels: bitwise, at V4-Flash's hc 4 × 4096.
 void hc_pre_norm_checks(Ctx& c, std::vector<KernelCheck>& out) {
@@ -286,21 +219,6 @@ void hc_pre_norm_checks(Ctx& c, std::vector<KernelCheck>& out) {
     const std::vector<float> got = outputs();
     same_bits(c, out, "mHC pre + RMSNorm + FP8 copy fused, " + std::to_string(n) + " row(s)", ref,
               got, fused, time_ms(c, 20, together), time_ms(c, 20, separate));
-    // Sinkhorn left to a later launch (sinkhorn = false, then hc_pre_rows_fast from the row sums
-    // the launch wrote): the same bits; timed, the launch alone against the two.
-    bool apart_ran = false;
-    const auto main_part = [&] {
-      apart_ran = hc_pre_norm_fused(c.e, p, X.ptr, mix.ptr, n, pre.ptr, post.ptr, comb.ptr, u.ptr,
-                                    ss.ptr, w.ptr, 1e-6f, xn.ptr, true, true, xnq.ptr, false);
-    };
-    poison_all();
-    poison(c, ss);
-    main_part();
-    hc_pre_rows_fast(c.e, p, mix.ptr, ss.ptr, n, nullptr, post.ptr, comb.ptr);
-    const std::vector<float> got_apart = outputs();
-    same_bits(c, out,
-              "mHC pre + RMSNorm fused, Sinkhorn after it, " + std::to_string(n) + " row(s)", ref,
-              got_apart, apart_ran, time_ms(c, 20, main_part), time_ms(c, 20, together));
   }
 }
 
@@ -475,7 +393,6 @@ std::vector<KernelCheck> fused_kernel_report() {
   norm_checks(c, out);
   route_checks(c, out);
   set_fast_kernels(true);
-  gate_route_checks(c, out);
   hc_pre_norm_checks(c, out);
   kv_norm_rope_checks(c, out);
   swiglu_quant_checks(c, out);

@@ -417,68 +417,6 @@ void hc_post_check(Exec& e, std::mt19937& rng, const DevWeight& w, const float* 
   out.push_back(kc);
 }
 
-// wq_b's launch with the q head norm + RoPE in its epilogue (gemv_mma_head_norm) against gemv_mma
-// then q_head_norm_rope_official (512-value heads, 32 rotated pairs, positions per row): the
-// same bits; both times with the weights cold (views: copies of the weight cycled through).
-void head_norm_check(Exec& e, std::mt19937& rng, const std::vector<std::vector<DevWeight>>& views,
-                     const float* x, int64_t ldx, int64_t n, std::vector<KernelCheck>& out) {
-  constexpr int kHeadDim = 512, kPairs = 32;
-  constexpr float kEps = 1e-6f;
-  const int64_t width = views[0][0].out, heads = width / kHeadDim;
-  std::vector<int32_t> hpos(8);
-  std::uniform_int_distribution<int32_t> pos_of(0, 65535);
-  for (auto& p : hpos) p = pos_of(rng);
-  std::vector<float> hinv(kPairs);
-  for (int i = 0; i < kPairs; ++i) hinv[static_cast<size_t>(i)] = std::pow(1e4f, -i / 32.0f);
-  DeviceArray<int32_t> pos;
-  DeviceArray<float> inv, y, yr;
-  pos.upload(e, hpos);
-  inv.upload(e, hinv);
-  for (auto* a : {&y, &yr}) a->allocate(e, static_cast<size_t>(n * width));
-  const RopeRows rr{inv.ptr, 1.25f, pos.ptr, static_cast<int>(heads), kPairs};
-  const HeadNormArgs hn{kHeadDim, kEps, rr};
-  int next = 0;
-  bool took = true;
-  const auto fused = [&](float* dst) {
-    const MmaGemvJob job{&views[static_cast<size_t>(next)][0], x, ldx, dst, width, true};
-    took = gemv_mma_head_norm(e, job, n, hn) && took;
-  };
-  const auto apart = [&](float* dst) {
-    const MmaGemvJob job{&views[static_cast<size_t>(next)][0], x, ldx, dst, width, true};
-    gemv_mma(e, &job, 1, n);
-    q_head_norm_rope_official(e, dst, n * heads, kHeadDim, kEps, rr);
-  };
-  e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
-  fused(y.ptr);
-  apart(yr.ptr);
-  std::vector<float> a(y.count), b(yr.count);
-  e.to_host(a.data(), y.ptr, y.bytes());
-  e.to_host(b.data(), yr.ptr, yr.bytes());
-  const bool same = std::memcmp(a.data(), b.data(), y.bytes()) == 0;
-  const int copies = static_cast<int>(views.size());
-  const auto timed = [&](auto f) {
-    return time_ms(e, 2 * copies > 20 ? 2 * copies : 20, [&] {
-      f(y.ptr);
-      next = (next + 1) % copies;
-    });
-  };
-  const double t_fused = timed(fused), t_apart = timed(apart);
-  KernelCheck kc;
-  kc.tolerance = 0;
-  kc.rel_error = e.sync().ok() && took && same ? 0.0 : 1.0;
-  char line[320];
-  std::snprintf(line, sizeof line,
-                "mma wq_b %lld row(s), q head norm + RoPE in the launch vs gemv_mma then "
-                "q_head_norm_rope_official: %s; %.4f vs %.4f ms",
-                static_cast<long long>(n),
-                !took  ? "not taken"
-                : same ? "the same bits"
-                       : "bits differ",
-                t_fused, t_apart);
-  kc.line = line;
-  out.push_back(kc);
-}
-
 }  // namespace
 
 std::vector<KernelCheck> gemv_mma_kernel_report() {
@@ -640,7 +578,6 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
       set_gemv_mma_split(split0);
       if (n == 1 && p.jobs == 1 && p.out == 4096 && p.in == 8192)
         hc_post_check(e, rng, ms[0].w, x.ptr, out);
-      if (p.jobs == 1 && p.out == 32768) head_norm_check(e, rng, views, x.ptr, xw, n, out);
       const bool sectors0 = fp8_full_sectors();
       set_fp8_full_sectors(!sectors0);
       check(sectors0 ? "mma, auto, half sectors" : "mma, auto, full sectors", true, timed(true));

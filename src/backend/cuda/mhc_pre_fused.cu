@@ -22,10 +22,10 @@ __global__ void __launch_bounds__(1024)
     hc_pre_norm_kernel(const HcParams q, const float* __restrict__ X, const float* __restrict__ mix,
                        float* row_ss, float* pre, float* post, float* comb, float* u,
                        const float* w, float eps, float* xn, bool round_in, bool round_out,
-                       float* xnq, bool with_sinkhorn) {
+                       float* xnq) {
   pdl_begin();
   __shared__ float sh[33];
-  const int64_t rows = with_sinkhorn ? gridDim.x / 2 : gridDim.x, d = q.d, n4 = d / 4;
+  const int64_t rows = gridDim.x / 2, d = q.d, n4 = d / 4;
   const bool sinkhorn = blockIdx.x >= rows;
   const int64_t t = sinkhorn ? blockIdx.x - rows : blockIdx.x;
   const float4* x4 = reinterpret_cast<const float4*>(X + t * kHc * d);
@@ -45,7 +45,6 @@ __global__ void __launch_bounds__(1024)
       hc_pre_row<kHc>(q, mix, row_ss, t, static_cast<int>(threadIdx.x), nullptr, post, comb);
     return;
   }
-  if (kOwnSs && !with_sinkhorn && threadIdx.x == 0) row_ss[t] = ss;  // for the later launch
   const float rs = kOwnSs ? hc_rs_of<kHc>(q, ss) : hc_row_rs<kHc>(q, row_ss, t);
   const float* mt = mix + t * (2 + kHc) * kHc;
   float pw[kHc];
@@ -82,7 +81,7 @@ __global__ void __launch_bounds__(1024)
 bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* mix, int64_t n,
                        float* pre, float* post, float* comb, float* u, float* row_ss,
                        const float* norm_w, float eps, float* xn, bool round_in, bool round_out,
-                       float* xnq, bool sinkhorn) {
+                       float* xnq) {
   const bool on = fused_rows();
   const int64_t d = p.d;
   // One float4 a thread (so a warp holds a 128-value FP8 block), the row in one block; rows of
@@ -99,11 +98,10 @@ bool hc_pre_norm_fused(Exec& e, const HcParams& p, const float* X, const float* 
   const bool own_ss = own_on && sum_squares_threads(X, p.hc * d) == d / 4;
   if (!own_ss) sum_squares_fast(e, X, n, p.hc * d, row_ss);
   // Blocks [0, n): the rows' mixes and norms; [n, 2n): their Sinkhorn beside them.
-  const unsigned threads = static_cast<unsigned>(d / 4);
-  const unsigned rows = static_cast<unsigned>(sinkhorn ? 2 * n : n);
+  const unsigned threads = static_cast<unsigned>(d / 4), rows = static_cast<unsigned>(2 * n);
   const auto go = [&](auto kernel) {
     e.launch(kernel, rows, threads, 0, p, X, mix, row_ss, pre, post, comb, u, norm_w, eps, xn,
-             round_in, round_out, xnq, sinkhorn);
+             round_in, round_out, xnq);
   };
   if (xnq) {
     own_ss ? go(hc_pre_norm_kernel<true, true>) : go(hc_pre_norm_kernel<true, false>);

@@ -28,15 +28,6 @@ bool moe_route_fast_supported(const RouteArgs& a);
 void moe_route_fast(Exec& e, const RouteArgs& a, const int32_t* ids, int64_t n, float* logits,
                     int32_t* idx, float* weights);
 
-// logits = x · wᵀ (n ≤ 8 rows, the router's product as gemv() computes it), then moe_route_fast's
-// routing of them, as one launch whose last block routes (gate_route.cu; done: a device counter,
-// zero between launches, that the launch leaves at zero). The same bits as gemv then moe_route;
-// false, nothing launched, where gemv() would not take its split-K column kernel for w or the
-// routing does not fit one block (E ≤ 256).
-bool gemv_route(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* logits,
-                bool round_out, const RouteArgs& a, const int32_t* ids, int32_t* idx,
-                float* weights, unsigned* done);
-
 // h1 ← silu(min(h1, L)) · clamp(h3, −L, L) (L ≤ 0: no clamp), times row_w[row] when given;
 // bf16-rounded when official. Rows of `inter`.
 void swiglu(Exec& e, float* h1, const float* h3, int64_t rows, int64_t inter, float limit,
