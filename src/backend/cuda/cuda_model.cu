@@ -418,7 +418,7 @@ Result<std::unique_ptr<CudaModel>> CudaModel::from_model(const model::Model& cpu
         cudaStreamCreateWithFlags(&impl->index_stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaEventCreateWithFlags(&impl->index_event, cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&impl->index_join_event, cudaEventDisableTiming) != cudaSuccess) {
-      return Error{"CUDA backend: cannot create the side stream and its events"};
+      return Error{"CUDA backend: cannot create the side streams and their events"};
     }
   }
   if (Status s = impl->upload(cpu); !s) return s.error();

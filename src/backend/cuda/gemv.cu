@@ -464,14 +464,16 @@ void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWei
 // kernel (a block per column) instead of a warp per column.
 constexpr int64_t kSplitKOut = 2048, kSplitKIn = 2048;
 
-}  // namespace
-
+// Whether a GEMV pass of n ≤ 8 rows takes the tensor-core GEMV (gemv_mma) for w: official FP8
+// products (inputs FP8-quantized or bf16, so exact in the mma's fp16) outside batch-invariant
+// mode; split-row shapes keep their kernels, so that a group of them gives the bits of its separate
+// products (gemv_group.cuh). At one row products of fewer than 8,192 outputs keep the row kernels
+// (H200, cold: wo_b 0.0167 vs 0.0186 ms, the shared w2 0.0084 vs 0.0086; wq_b 0.0180 vs 0.0137 on
+// the tensor cores). gemv_rows and gemv_row_hc_post both decide by it.
 bool gemv_takes_mma(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out) {
   return round_out && !batch_invariant() && n <= 8 && (n > 1 || w.out >= 8192) &&
          gemv_mma_supported(w, n, x, ldx) && !gemv_split_row(w, n, x, ldx);
 }
-
-namespace {
 
 // One pass of at most 8 rows: the GEMV kernel and version per format and row count.
 void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight& w, float* y,

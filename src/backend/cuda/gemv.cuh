@@ -24,14 +24,6 @@ int gemv_max_rows();
 // The kernel reports time both sides of the crossover.
 void set_gemv_max_rows(int rows);
 
-// Whether a GEMV pass of n ≤ 8 rows takes the tensor-core GEMV (gemv_mma) for w: official FP8
-// products (inputs FP8-quantized or bf16, so exact in the mma's fp16) outside batch-invariant
-// mode; split-row shapes keep their kernels, so that a group of them gives the bits of its separate
-// products (gemv_group.cuh). At one row products of fewer than 8,192 outputs keep the row kernels
-// (H200, cold: wo_b 0.0167 vs 0.0186 ms, the shared w2 0.0084 vs 0.0086; wq_b 0.0180 vs 0.0137 on
-// the tensor cores).
-bool gemv_takes_mma(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out);
-
 // y = one row of x against FP8 / FP4 w on the row kernels, with hc_post's outputs of y's row
 // (hp, row 0) in the same launch: true where gemv() would take those kernels (wo_b at one row,
 // outside batch-invariant mode), else nothing launched. The bits of gemv(), then hc_post().
