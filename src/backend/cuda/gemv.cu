@@ -471,7 +471,13 @@ constexpr int64_t kSplitKOut = 2048, kSplitKIn = 2048;
 // (H200, cold: wo_b 0.0167 vs 0.0186 ms, the shared w2 0.0084 vs 0.0086; wq_b 0.0180 vs 0.0137 on
 // the tensor cores). gemv_rows and gemv_row_hc_post both decide by it.
 bool gemv_takes_mma(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out) {
-  return round_out && !batch_invariant() && n <= 8 && (n > 1 || w.out >= 8192) &&
+  // One row: products of fewer outputs keep the row kernels (H200: wo_b 0.0169 vs 0.0188 ms);
+  // DEEPINFER_CUDA_GEMV_MMA_MIN_OUT moves the bound.
+  static const int64_t min_out = [] {
+    const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_MIN_OUT");
+    return v ? std::max<int64_t>(1, std::atoll(v)) : int64_t{8192};
+  }();
+  return round_out && !batch_invariant() && n <= 8 && (n > 1 || w.out >= min_out) &&
          gemv_mma_supported(w, n, x, ldx) && !gemv_split_row(w, n, x, ldx);
 }
 

@@ -50,7 +50,7 @@ bool fp8_full_sectors();
 // Launches of fewer than 128 tiles of 128 rows split K over a cluster of up to 8 blocks.
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx);
 // jobs[0, count) (count ≤ kMaxGemvJobs, each gemv_mma_supported at n): one launch, K split until
-// it has min_blocks blocks (0: the default, 128).
+// it has min_blocks blocks (0: the default, 128, or DEEPINFER_CUDA_GEMV_MMA_MIN_BLOCKS).
 void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blocks = 0);
 // min_blocks of the shared expert's w1 + w3 launch beside the routed experts
 // (DEEPINFER_CUDA_SHARED_MIN_BLOCKS, default 64: 32 tiles split 2 instead of 4, leaving block

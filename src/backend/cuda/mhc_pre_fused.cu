@@ -29,6 +29,14 @@ __global__ void __launch_bounds__(1024)
   const bool sinkhorn = blockIdx.x >= rows;
   const int64_t t = sinkhorn ? blockIdx.x - rows : blockIdx.x;
   const float4* x4 = reinterpret_cast<const float4*>(X + t * kHc * d);
+  // The pre weights' mixes and parameters and the norm weights, loaded before the sums.
+  const float* mt = mix + t * (2 + kHc) * kHc;
+  float mv[kHc], bv[kHc];
+  float4 wv[kVecMax];
+  const float scale0 = q.scale[0];
+#pragma unroll
+  for (int j = 0; j < kHc; ++j) mv[j] = mt[j], bv[j] = q.base[j];
+  if (!sinkhorn) load_norm_weights4(w, d, kQuant ? 1 : kVecMax, wv);
   float4 xv[kHc];
   float ss = 0.0f;
   if constexpr (kOwnSs) {
@@ -46,12 +54,14 @@ __global__ void __launch_bounds__(1024)
     return;
   }
   const float rs = kOwnSs ? hc_rs_of<kHc>(q, ss) : hc_row_rs<kHc>(q, row_ss, t);
-  const float* mt = mix + t * (2 + kHc) * kHc;
   float pw[kHc];
 #pragma unroll
-  for (int j = 0; j < kHc; ++j) pw[j] = hc_pre_weight(q, mt, rs, j);
-  if (threadIdx.x < kHc)
-    pre[t * kHc + threadIdx.x] = hc_pre_weight(q, mt, rs, static_cast<int>(threadIdx.x));
+  for (int j = 0; j < kHc; ++j) pw[j] = hc_pre_weight_of(mv[j], rs, scale0, bv[j], q.hc_eps);
+  if (threadIdx.x < kHc) {
+#pragma unroll
+    for (int j = 0; j < kHc; ++j)
+      if (j == static_cast<int>(threadIdx.x)) pre[t * kHc + j] = pw[j];
+  }
   float4* u4 = reinterpret_cast<float4*>(u + t * d);
   float4 v[kVecMax];
 #pragma unroll
@@ -72,8 +82,8 @@ __global__ void __launch_bounds__(1024)
     u4[i] = acc;
     v[k] = round_in ? bf16r4(acc) : acc;
   }
-  norm_row4<kQuant>(v, d, w, eps, reinterpret_cast<float4*>(xn + t * d), round_out,
-                    reinterpret_cast<float4*>(xnq + (kQuant ? t * d : 0)), sh);
+  norm_row4_with<kQuant>(v, d, wv, w != nullptr, eps, reinterpret_cast<float4*>(xn + t * d),
+                         round_out, reinterpret_cast<float4*>(xnq + (kQuant ? t * d : 0)), sh);
 }
 
 }  // namespace

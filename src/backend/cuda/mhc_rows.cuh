@@ -25,9 +25,13 @@ __device__ __forceinline__ float hc_row_rs(const HcParams& q, const float* __res
 }
 
 // Stream j's pre-mix weight of row t (mt: the row's mixes, rs: hc_row_rs).
+__device__ __forceinline__ float hc_pre_weight_of(float m, float rs, float scale0, float base,
+                                                  float hc_eps) {
+  return hc_sigmoid(m * rs * scale0 + base) + hc_eps;
+}
 __device__ __forceinline__ float hc_pre_weight(const HcParams& q, const float* mt, float rs,
                                                int j) {
-  return hc_sigmoid(mt[j] * rs * q.scale[0] + q.base[j]) + q.hc_eps;
+  return hc_pre_weight_of(mt[j], rs, q.scale[0], q.base[j], q.hc_eps);
 }
 
 // A warp per row: lane l < hc·hc holds comb[l / hc][l % hc] (the other lanes mirror lane 0), and

@@ -78,25 +78,37 @@ __device__ __forceinline__ void load_row4(const float4* xr, int64_t n4, bool rou
   }
 }
 
-// The RMSNorm of a row held as v (its n4 = dim / 4 float4s over the block): y = w · v / rms,
-// bf16-rounded when asked; kQuant: yq also gets y's FP8 fake-quantized copy in 128-value blocks
-// (fp8_quant_kernel's rounding of the same values), which needs one float4 a thread so that a
-// warp holds one block. shared ≥ 33 floats.
+// A thread's float4s of the norm weight w (as norm_row4 takes them; zeros past the row or with
+// no w), loaded ahead of the block's sums so that their round trip overlaps them.
+__device__ __forceinline__ void load_norm_weights4(const float* w, int64_t dim, int vecs,
+                                                   float4 (&wv)[kVecMax]) {
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+#pragma unroll
+  for (int k = 0; k < kVecMax; ++k) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
+    wv[k] = w && k < vecs && i < dim / 4 ? w4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+
+// The RMSNorm of a row held as v (its n4 = dim / 4 float4s over the block): y = w · v / rms with
+// wv = load_norm_weights4(w) (has_w: w is given), bf16-rounded when asked; kQuant: yq also gets
+// y's FP8 fake-quantized copy in 128-value blocks (fp8_quant_kernel's rounding of the same
+// values), which needs one float4 a thread so that a warp holds one block. shared ≥ 33 floats.
 template <bool kQuant>
-__device__ __forceinline__ void norm_row4(const float4 (&v)[kVecMax], int64_t dim, const float* w,
-                                          float eps, float4* yr, bool round_out, float4* yqr,
-                                          float* shared) {
+__device__ __forceinline__ void norm_row4_with(const float4 (&v)[kVecMax], int64_t dim,
+                                               const float4 (&wv)[kVecMax], bool has_w, float eps,
+                                               float4* yr, bool round_out, float4* yqr,
+                                               float* shared) {
   const int64_t n4 = dim / 4;
   const float ss = block_sum_any(squares4(v), shared);
   const float s = 1.0f / sqrtf(ss / static_cast<float>(dim) + eps);
-  const float4* w4 = reinterpret_cast<const float4*>(w);
 #pragma unroll
   for (int k = 0; k < (kQuant ? 1 : kVecMax); ++k) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(k) * blockDim.x;
     if (i >= n4) break;
     float4 o = make_float4(v[k].x * s, v[k].y * s, v[k].z * s, v[k].w * s);
-    if (w) {
-      const float4 g = w4[i];
+    if (has_w) {
+      const float4 g = wv[k];
       o = make_float4(g.x * o.x, g.y * o.y, g.z * o.z, g.w * o.w);
     }
     if (round_out) o = bf16r4(o);
@@ -109,6 +121,16 @@ __device__ __forceinline__ void norm_row4(const float4 (&v)[kVecMax], int64_t di
                            bf16r(round_e4m3(o.z / q) * q), bf16r(round_e4m3(o.w / q) * q));
     }
   }
+}
+
+// norm_row4_with, the weights loaded first.
+template <bool kQuant>
+__device__ __forceinline__ void norm_row4(const float4 (&v)[kVecMax], int64_t dim, const float* w,
+                                          float eps, float4* yr, bool round_out, float4* yqr,
+                                          float* shared) {
+  float4 wv[kVecMax];
+  load_norm_weights4(w, dim, kQuant ? 1 : kVecMax, wv);
+  norm_row4_with<kQuant>(v, dim, wv, w != nullptr, eps, yr, round_out, yqr, shared);
 }
 
 }  // namespace deepinfer::cuda

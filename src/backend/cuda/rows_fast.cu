@@ -58,6 +58,79 @@ __global__ void __launch_bounds__(kNormWarps * 32)
   }
 }
 
+// q_head_norm_kernel's operations, the head held as kV float4s a lane (value 128 j + 4 lane + c
+// in float4 j): every load of the head issued at once with the RoPE factors' before the sum
+// (their cosines and sines computed while the loads are in flight), lane 0's serial sum over the
+// squares by float4s of shared memory, the head's values kept in registers to the end, and a
+// pair's partner in the same float4. The same operations in the same order, so the same bits.
+template <int kV>
+__global__ void __launch_bounds__(kNormWarps * 32)
+    q_head_norm_vec_kernel(float* q, int64_t rows, float eps, const RopeRows rr) {
+  pdl_begin();
+  constexpr int kDim = 128 * kV;
+  __shared__ __align__(16) float squares[kNormWarps][kDim];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kNormWarps + warp;
+  if (r >= rows) return;  // uniform across the warp; only warp barriers below
+  float4* v = reinterpret_cast<float4*>(q + r * kDim);
+  float4 x[kV];
+#pragma unroll
+  for (int j = 0; j < kV; ++j) x[j] = v[j * 32 + lane];
+  // The RoPE factors of the lane's pairs (2 a float4 in the rotated part, which starts on a
+  // float4 boundary): phi is independent of the norm.
+  const int rot0 = kDim - 2 * rr.pairs;
+  float cs[kV][2][2];
+  const float pos = static_cast<float>(rr.pos[r / rr.per_row]);
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    const int i0 = 128 * j + 4 * lane;
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      cs[j][p][0] = cs[j][p][1] = 0.0f;
+      if (i0 >= rot0) {
+        const float phi = rr.inv_freq[(i0 - rot0) / 2 + p] * pos;
+        cs[j][p][0] = cosf(phi) * rr.attention_factor;
+        cs[j][p][1] = sinf(phi) * rr.attention_factor;
+      }
+    }
+  }
+  float4* sq = reinterpret_cast<float4*>(squares[warp]);
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    x[j] = make_float4(bf16r(x[j].x), bf16r(x[j].y), bf16r(x[j].z), bf16r(x[j].w));
+    sq[j * 32 + lane] = make_float4(bf16r(x[j].x * x[j].x), bf16r(x[j].y * x[j].y),
+                                    bf16r(x[j].z * x[j].z), bf16r(x[j].w * x[j].w));
+  }
+  __syncwarp();
+  float rs = 0.0f;
+  if (lane == 0) {
+    float sum = 0.0f;
+#pragma unroll 8
+    for (int i = 0; i < kDim / 4; ++i) {
+      const float4 s = sq[i];
+      sum += s.x;
+      sum += s.y;
+      sum += s.z;
+      sum += s.w;
+    }
+    const float mean = bf16r(sum / static_cast<float>(kDim));
+    const float t = bf16r(mean + eps);
+    rs = bf16r(1.0f / sqrtf(t));
+  }
+  rs = __shfl_sync(0xffffffffu, rs, 0);
+#pragma unroll
+  for (int j = 0; j < kV; ++j) {
+    float4 o = make_float4(bf16r(x[j].x * rs), bf16r(x[j].y * rs), bf16r(x[j].z * rs),
+                           bf16r(x[j].w * rs));
+    if (128 * j + 4 * lane >= rot0) {
+      const float2 a = rotate_pair(o.x, o.y, cs[j][0][0], cs[j][0][1]);
+      const float2 b = rotate_pair(o.z, o.w, cs[j][1][0], cs[j][1][1]);
+      o = make_float4(a.x, a.y, b.x, b.y);
+    }
+    v[j * 32 + lane] = o;
+  }
+}
+
 constexpr int kKvThreads = 256, kKvBlock = 64;
 
 // The official KV row's non-RoPE part FP8-rounded in blocks of 64, a warp per block (the block's
@@ -205,6 +278,22 @@ bool q_head_norm_rope_fast(Exec& e, float* q, int64_t rows, int64_t head_dim, fl
     return false;
   if (rows <= 0) return true;
   const unsigned blocks = static_cast<unsigned>((rows + kNormWarps - 1) / kNormWarps);
+  // The float4 body where a head is whole float4s a lane and the rotated part starts on a float4
+  // (V4's 512 / 64); DEEPINFER_CUDA_Q_NORM_VEC=0 keeps the scalar one.
+  static const bool vec_on = env_switch("DEEPINFER_CUDA_Q_NORM_VEC", true);
+  const bool vec = vec_on && (head_dim == 256 || head_dim == 512 || head_dim == 1024) &&
+                   rr.pairs % 2 == 0 && aligned16(q);
+  if (vec) {
+    if (head_dim == 256) {
+      e.launch(q_head_norm_vec_kernel<2>, blocks, kNormWarps * 32, 0, q, rows, eps, rr);
+    } else if (head_dim == 512) {
+      e.launch(q_head_norm_vec_kernel<4>, blocks, kNormWarps * 32, 0, q, rows, eps, rr);
+    } else {
+      e.launch(q_head_norm_vec_kernel<8>, blocks, kNormWarps * 32, 0, q, rows, eps, rr);
+    }
+    e.note(cudaGetLastError());
+    return true;
+  }
   const size_t shared = static_cast<size_t>(kNormWarps * head_dim) * sizeof(float);
   e.launch(q_head_norm_kernel, blocks, kNormWarps * 32, shared, q, rows, head_dim, eps, rr);
   e.note(cudaGetLastError());
