@@ -267,6 +267,16 @@ __device__ __forceinline__ void row4_sums(const float* __restrict__ x, const Dev
   }
 }
 
+// Row o of w (clamped to the last) asked of L2 whole, its FP8 / FP4 bytes in one prefetch.
+template <DevFormat F>
+__device__ __forceinline__ void prefetch_row_l2(const DevWeight& w, int64_t o) {
+  const int64_t r = min(o, w.out - 1) + w.row0;
+  const int64_t bytes = F == DevFormat::FP8 ? w.in : w.in / 2;
+  const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
+  if (bytes % 16 == 0 && row_bytes % 16 == 0)
+    prefetch_l2_bulk(w.data + r * row_bytes, static_cast<uint32_t>(bytes));
+}
+
 // Output o of the row kernels: y[o], and hc_post's outputs of column o where hp.X_out is given.
 __device__ __forceinline__ void row_out(float* y, int64_t o, float v, bool round_out,
                                         const HcPostArgs& hp) {
@@ -278,12 +288,13 @@ __device__ __forceinline__ void row_out(float* y, int64_t o, float v, bool round
 template <DevFormat F>
 __global__ void __launch_bounds__(256)
     gemv4_row_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
-                     bool round_out, const HcPostArgs hp) {
+                     bool round_out, const HcPostArgs hp, bool prefetch) {
   pdl_begin();
   constexpr int E = 16;
   const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
   const int lane = threadIdx.x & 31;
   if (o0 >= w.out) return;
+  if (prefetch && lane < kCols) prefetch_row_l2<F>(w, o0 + lane);
   float acc[kCols] = {};
   row4_sums<F>(x, w, o0, lane * E, 32 * E, acc);
 #pragma unroll
@@ -298,12 +309,13 @@ __global__ void __launch_bounds__(256)
 template <DevFormat F, int S>
 __global__ void __launch_bounds__(256)
     gemv4_row_split_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
-                           bool round_out, const HcPostArgs hp) {
+                           bool round_out, const HcPostArgs hp, bool prefetch) {
   pdl_begin();
   constexpr int E = 16, kGroups = 256 / 32 / S;
   __shared__ float part[kGroups][S][kCols];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = warp / S, s = warp % S;
   const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kGroups + g) * kCols;
+  if (prefetch && s == 0 && lane < kCols && o0 < w.out) prefetch_row_l2<F>(w, o0 + lane);
   float acc[kCols] = {};
   if (o0 < w.out) row4_sums<F>(x, w, o0, (s * 32 + lane) * E, 32 * E * S, acc);
   if (lane == 0) {
@@ -445,18 +457,19 @@ template <DevFormat F>
 void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWeight& w, float* y,
                 bool round_out, const HcPostArgs& hp = {}) {
   const auto blocks = [&](int s) { return static_cast<unsigned>((groups * s + 7) / 8); };
+  const bool pf = (gemv_l2_prefetch() & 4) != 0 && aligned16(w.data);
   switch (split) {
     case 2:
-      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out, hp);
+      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out, hp, pf);
       break;
     case 4:
-      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out, hp);
+      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out, hp, pf);
       break;
     case 8:
-      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out, hp);
+      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out, hp, pf);
       break;
     default:
-      e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out, hp);
+      e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out, hp, pf);
   }
 }
 

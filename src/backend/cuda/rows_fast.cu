@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(kNormWarps * 32)
   rs = __shfl_sync(0xffffffffu, rs, 0);
 #pragma unroll
   for (int j = 0; j < kV; ++j) {
-    float4 o = make_float4(bf16r(x[j].x * rs), bf16r(x[j].y * rs), bf16r(x[j].z * rs),
-                           bf16r(x[j].w * rs));
+    float4 o =
+        make_float4(bf16r(x[j].x * rs), bf16r(x[j].y * rs), bf16r(x[j].z * rs), bf16r(x[j].w * rs));
     if (128 * j + 4 * lane >= rot0) {
       const float2 a = rotate_pair(o.x, o.y, cs[j][0][0], cs[j][0][1]);
       const float2 b = rotate_pair(o.z, o.w, cs[j][1][0], cs[j][1][1]);
