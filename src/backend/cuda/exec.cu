@@ -8,9 +8,12 @@ bool env_switch(const char* name, bool fallback) {
   return std::strcmp(v, "0") != 0;
 }
 
-bool pdl_enabled() {
-  static const bool on = env_switch("DEEPINFER_CUDA_PDL", false);
-  return on;
+bool pdl_enabled(bool pdl_auto) {
+  static const int mode = [] {  // 0 never, 1 always, 2 where asked
+    const char* v = std::getenv("DEEPINFER_CUDA_PDL");
+    return !v || !*v ? 2 : std::strcmp(v, "0") == 0 ? 0 : 1;
+  }();
+  return mode == 1 || (mode == 2 && pdl_auto);
 }
 
 int sm_count() {

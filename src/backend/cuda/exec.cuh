@@ -34,10 +34,11 @@ __device__ __forceinline__ void pdl_begin() {
 // A switch from the environment: unset or empty gives `fallback`, "0" off, any other value on.
 bool env_switch(const char* name, bool fallback);
 
-// Whether Exec::launch asks for programmatic dependent launch: DEEPINFER_CUDA_PDL=1 (off by
-// default: on the H200 the decode graphs gained nothing measurable at batch 1 and lost 4-5 % at
-// batch 256, bench/results/cuda.md).
-bool pdl_enabled();
+// Whether Exec::launch asks for programmatic dependent launch: DEEPINFER_CUDA_PDL=1 always, =0
+// never; unset, where the Exec asks (Exec::pdl_auto: the model's one-row steps). H100, batch 1,
+// 2026-12-07: +1.1 to +2.3 % a step in 8 of 8 interleaved pairs (with the one-row wo_b on the
+// tensor cores); the H200 had lost 4-5 % at batch 256 with it (bench/results/cuda.md).
+bool pdl_enabled(bool pdl_auto);
 
 // The current device's SM count, asked once (132 where it cannot be asked).
 int sm_count();
@@ -56,6 +57,7 @@ struct Exec {
   cudaStream_t stream = nullptr;
   bool emulate = false;
   cudaError_t error = cudaSuccess;  // first launch error seen
+  bool pdl_auto = false;            // programmatic dependent launches unless DEEPINFER_CUDA_PDL=0
   std::shared_ptr<BlasState> blas;
 
   // f(i) for i in [0, n): one thread each on the device, or a host loop.
@@ -71,7 +73,7 @@ struct Exec {
            f);
   }
   // kernel<<<grid, block, shared, stream>>>(args...), as a programmatic dependent launch unless
-  // pdl_enabled() is false; the kernel must start with pdl_begin().
+  // pdl_enabled(pdl_auto) is false; the kernel must start with pdl_begin().
   template <class... Params, class... Args>
   void launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared, Args&&... args) {
     launch_with(kernel, grid, block, shared, nullptr, std::forward<Args>(args)...);
@@ -106,7 +108,7 @@ struct Exec {
       attr[na].val.clusterDim.z = cluster->z;
       ++na;
     }
-    if (pdl_enabled()) {
+    if (pdl_enabled(pdl_auto)) {
       attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       attr[na].val.programmaticStreamSerializationAllowed = 1;
       ++na;

@@ -128,21 +128,6 @@ DI_HD inline float fp8_act_scale(float amax) {
 enum class DevFormat : int { F32 = 0, BF16 = 1, FP8 = 2, FP4 = 3 };
 
 // One weight matrix [out, in] in device memory as shipped; rows start at row0 (a sub-view).
-// Asks L2 for bytes [p, p + bytes) in one instruction (cp.async.bulk.prefetch, sm_90; p 16-byte
-// aligned, bytes a multiple of 16): a GEMV block names its whole slice of the weights up front so
-// that the bytes in flight are not bounded by its registers.
-__device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)p, (void)bytes;
-#endif
-}
-// The cache line at p into L2 (any alignment).
-__device__ __forceinline__ void prefetch_l2_line(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
 struct DevWeight {
   DevFormat format = DevFormat::F32;
   const uint8_t* data = nullptr;

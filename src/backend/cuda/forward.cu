@@ -144,6 +144,8 @@ Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32
   for (size_t i = 0; one_token && i < logit_rows.size(); ++i)
     one_token = logit_rows[i] == static_cast<int32_t>(i);
   bool launched = false;
+  // One-row steps launch programmatically dependent (exec.cuh's pdl_enabled), captured so too.
+  exec.pdl_auto = n == 1;
   if (!exec.emulate && opt.cuda_graphs && one_token && !graphs_failed) {
     auto it = graphs.find(n);
     if (it == graphs.end()) {
@@ -171,6 +173,7 @@ Status CudaModel::Impl::run(std::span<const Segment> segs, std::span<const int32
     }
   }
   if (!launched) compute(rows, sg, nl);
+  exec.pdl_auto = false;
   for (const Segment& s : segs)
     positions[static_cast<size_t>(s.seq)] += static_cast<int64_t>(s.ids.size());
   if (nl > 0) {

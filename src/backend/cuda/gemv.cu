@@ -267,16 +267,6 @@ __device__ __forceinline__ void row4_sums(const float* __restrict__ x, const Dev
   }
 }
 
-// Row o of w (clamped to the last) asked of L2 whole, its FP8 / FP4 bytes in one prefetch.
-template <DevFormat F>
-__device__ __forceinline__ void prefetch_row_l2(const DevWeight& w, int64_t o) {
-  const int64_t r = min(o, w.out - 1) + w.row0;
-  const int64_t bytes = F == DevFormat::FP8 ? w.in : w.in / 2;
-  const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
-  if (bytes % 16 == 0 && row_bytes % 16 == 0)
-    prefetch_l2_bulk(w.data + r * row_bytes, static_cast<uint32_t>(bytes));
-}
-
 // Output o of the row kernels: y[o], and hc_post's outputs of column o where hp.X_out is given.
 __device__ __forceinline__ void row_out(float* y, int64_t o, float v, bool round_out,
                                         const HcPostArgs& hp) {
@@ -288,13 +278,12 @@ __device__ __forceinline__ void row_out(float* y, int64_t o, float v, bool round
 template <DevFormat F>
 __global__ void __launch_bounds__(256)
     gemv4_row_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
-                     bool round_out, const HcPostArgs hp, bool prefetch) {
+                     bool round_out, const HcPostArgs hp) {
   pdl_begin();
   constexpr int E = 16;
   const int64_t o0 = ((static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5) * kCols;
   const int lane = threadIdx.x & 31;
   if (o0 >= w.out) return;
-  if (prefetch && lane < kCols) prefetch_row_l2<F>(w, o0 + lane);
   float acc[kCols] = {};
   row4_sums<F>(x, w, o0, lane * E, 32 * E, acc);
 #pragma unroll
@@ -309,13 +298,12 @@ __global__ void __launch_bounds__(256)
 template <DevFormat F, int S>
 __global__ void __launch_bounds__(256)
     gemv4_row_split_kernel(const float* __restrict__ x, DevWeight w, float* __restrict__ y,
-                           bool round_out, const HcPostArgs hp, bool prefetch) {
+                           bool round_out, const HcPostArgs hp) {
   pdl_begin();
   constexpr int E = 16, kGroups = 256 / 32 / S;
   __shared__ float part[kGroups][S][kCols];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = warp / S, s = warp % S;
   const int64_t o0 = (static_cast<int64_t>(blockIdx.x) * kGroups + g) * kCols;
-  if (prefetch && s == 0 && lane < kCols && o0 < w.out) prefetch_row_l2<F>(w, o0 + lane);
   float acc[kCols] = {};
   if (o0 < w.out) row4_sums<F>(x, w, o0, (s * 32 + lane) * E, 32 * E * S, acc);
   if (lane == 0) {
@@ -457,19 +445,18 @@ template <DevFormat F>
 void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWeight& w, float* y,
                 bool round_out, const HcPostArgs& hp = {}) {
   const auto blocks = [&](int s) { return static_cast<unsigned>((groups * s + 7) / 8); };
-  const bool pf = (gemv_l2_prefetch() & 4) != 0 && aligned16(w.data);
   switch (split) {
     case 2:
-      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out, hp, pf);
+      e.launch(gemv4_row_split_kernel<F, 2>, blocks(2), 256, 0, x, w, y, round_out, hp);
       break;
     case 4:
-      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out, hp, pf);
+      e.launch(gemv4_row_split_kernel<F, 4>, blocks(4), 256, 0, x, w, y, round_out, hp);
       break;
     case 8:
-      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out, hp, pf);
+      e.launch(gemv4_row_split_kernel<F, 8>, blocks(8), 256, 0, x, w, y, round_out, hp);
       break;
     default:
-      e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out, hp, pf);
+      e.launch(gemv4_row_kernel<F>, blocks(1), 256, 0, x, w, y, round_out, hp);
   }
 }
 
@@ -477,20 +464,21 @@ void launch_row(Exec& e, int split, int64_t groups, const float* x, const DevWei
 // kernel (a block per column) instead of a warp per column.
 constexpr int64_t kSplitKOut = 2048, kSplitKIn = 2048;
 
+int64_t g_mma_min_out = [] {
+  const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_MIN_OUT");
+  return v ? std::max<int64_t>(1, std::atoll(v)) : int64_t{4096};
+}();
+
 // Whether a GEMV pass of n ≤ 8 rows takes the tensor-core GEMV (gemv_mma) for w: official FP8
 // products (inputs FP8-quantized or bf16, so exact in the mma's fp16) outside batch-invariant
 // mode; split-row shapes keep their kernels, so that a group of them gives the bits of its separate
-// products (gemv_group.cuh). At one row products of fewer than 8,192 outputs keep the row kernels
-// (H200, cold: wo_b 0.0167 vs 0.0186 ms, the shared w2 0.0084 vs 0.0086; wq_b 0.0180 vs 0.0137 on
-// the tensor cores). gemv_rows and gemv_row_hc_post both decide by it.
+// products (gemv_group.cuh). At one row products of fewer than 4,096 outputs keep the row kernels
+// (DEEPINFER_CUDA_GEMV_MMA_MIN_OUT moves the bound; it was 8,192 until 2026-12-07: H200, cold,
+// wo_b 0.0167 vs 0.0186 ms, the shared w2 0.0084 vs 0.0086 on the row kernels, but on the H100
+// with the one-row PDL both on the tensor cores measured +0.1 to +3.1 % a step, +1.7 % mean, in 8
+// of 8 interleaved pairs). gemv_rows and gemv_row_hc_post both decide by it.
 bool gemv_takes_mma(const DevWeight& w, int64_t n, const float* x, int64_t ldx, bool round_out) {
-  // One row: products of fewer outputs keep the row kernels (H200: wo_b 0.0169 vs 0.0188 ms);
-  // DEEPINFER_CUDA_GEMV_MMA_MIN_OUT moves the bound.
-  static const int64_t min_out = [] {
-    const char* v = std::getenv("DEEPINFER_CUDA_GEMV_MMA_MIN_OUT");
-    return v ? std::max<int64_t>(1, std::atoll(v)) : int64_t{8192};
-  }();
-  return round_out && !batch_invariant() && n <= 8 && (n > 1 || w.out >= min_out) &&
+  return round_out && !batch_invariant() && n <= 8 && (n > 1 || w.out >= g_mma_min_out) &&
          gemv_mma_supported(w, n, x, ldx) && !gemv_split_row(w, n, x, ldx);
 }
 
@@ -570,6 +558,9 @@ void gemv_rows(Exec& e, const float* x, int64_t ldx, int64_t n, const DevWeight&
 }
 
 }  // namespace
+
+void set_gemv_mma_min_out(int64_t outputs) { g_mma_min_out = std::max<int64_t>(1, outputs); }
+int64_t gemv_mma_min_out() { return g_mma_min_out; }
 
 void set_fast_kernels(bool on) { g_fast = on; }
 void set_gemv_version(int v) { g_version = v; }

@@ -29,6 +29,10 @@ void set_gemv_max_rows(int rows);
 // outside batch-invariant mode), else nothing launched. The bits of gemv(), then hc_post().
 bool gemv_row_hc_post(Exec& e, const float* x, const DevWeight& w, float* y, bool round_out,
                       const HcPostArgs& hp);
+// The fewest outputs a one-row FP8 product takes the tensor-core GEMV at (fewer keep the row
+// kernels and gemv_row_hc_post; DEEPINFER_CUDA_GEMV_MMA_MIN_OUT, default 4,096).
+void set_gemv_mma_min_out(int64_t outputs);
+int64_t gemv_mma_min_out();
 
 bool gemv_experts_supported(int64_t n_slots, int64_t in);
 void gemv_experts(Exec& e, const float* x, bool x_per_slot, int64_t n_slots, int K,

@@ -31,7 +31,6 @@ struct MmaLaunch {
   int first[kMaxGemvJobs + 1];  // job j's first tile (a cluster each)
   int count, n;
   bool full_sectors;  // FP8: each load instruction of a quad covers whole 32-byte sectors
-  bool prefetch;      // each warp's rows of the block's K slice asked of L2 up front
   ExpertJobs ex;
 };
 
@@ -91,16 +90,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   // FP4: the step's eight 32-value block scales of each row (the lane's are bytes t and 4 + t).
   const uint8_t* sa = w.scale + ra * w.scale_stride + k0 / 32;
   const uint8_t* sb = w.scale + rb * w.scale_stride + k0 / 32;
-  if (L.prefetch) {  // lanes 0-15: the warp's 16 rows' bytes of the slice; FP4 16-31: their scales
-    const int64_t row = min(t0 + warp * 16 + (lane & 15), w.out - 1) + w.row0;
-    if (lane < 16) {
-      prefetch_l2_bulk(w.data + row * row_bytes + k0_bytes,
-                       static_cast<uint32_t>(F == DevFormat::FP8 ? slice : slice / 2));
-    } else if constexpr (F == DevFormat::FP4) {
-      for (int b = 0; b < slice / 32; b += 128)
-        prefetch_l2_line(w.scale + row * w.scale_stride + k0 / 32 + b);
-    }
-  }
   extern __shared__ uint4 smem[];
   uint16_t* xh = reinterpret_cast<uint16_t*>(smem);
   float* xinv = reinterpret_cast<float*>(xh + n * slice);
@@ -226,7 +215,6 @@ int g_fp4_int_decode = [] {
   return d == 1 || d == 2 ? d : 0;
 }();
 bool g_fp8_full_sectors = env_switch("DEEPINFER_CUDA_FP8_FULL_SECTORS", false);
-int g_l2_prefetch = env_int("DEEPINFER_CUDA_GEMV_L2_PREFETCH", 0) & 7;
 bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", true);
 // Blocks an FP4 experts launch splits K for (DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS). At 192 (the
 // default since 2026-12-07) V4-Flash's one-token w1 + w3 (192 tiles) runs unsplit: H100, 4-layer
@@ -235,9 +223,8 @@ bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", true);
 // (An H200 kernel check of 2026-12-03 had preferred the split: not rechecked there yet.)
 const int g_fp4_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS", 192));
 const int g_shared_min_blocks = std::max(0, env_int("DEEPINFER_CUDA_SHARED_MIN_BLOCKS", 64));
-// Blocks a dense launch splits K for when its caller names none
-// (DEEPINFER_CUDA_GEMV_MMA_MIN_BLOCKS, default 128: the H200 kernel check's best for wo_a / wo_b;
-// H100 not yet checked).
+// Blocks a dense launch splits K for when its caller names none (DEEPINFER_CUDA_GEMV_MMA_MIN_BLOCKS,
+// default 128: the H200 kernel check's best for wo_a / wo_b; H100 not yet checked).
 const int g_dense_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_GEMV_MMA_MIN_BLOCKS", 128));
 int g_split = [] {
   const int s = env_int("DEEPINFER_CUDA_GEMV_MMA_SPLIT", 0);
@@ -299,8 +286,6 @@ int gemv_mma_split() { return g_split; }
 void set_fp4_int_decode(int rows) { g_fp4_int_decode = rows == 1 || rows == 2 ? rows : 0; }
 int fp4_int_decode() { return g_fp4_int_decode; }
 void set_fp8_full_sectors(bool on) { g_fp8_full_sectors = on; }
-void set_gemv_l2_prefetch(int mask) { g_l2_prefetch = mask & 7; }
-int gemv_l2_prefetch() { return g_l2_prefetch; }
 bool fp8_full_sectors() { return g_fp8_full_sectors; }
 bool experts_swiglu_fold() { return g_swiglu_fold; }
 void set_experts_swiglu_fold(bool on) { g_swiglu_fold = on; }
@@ -317,7 +302,6 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blo
   L.count = count;
   L.n = static_cast<int>(n);
   L.full_sectors = g_fp8_full_sectors;
-  L.prefetch = (g_l2_prefetch & 1) != 0;
   int tiles = 0;
   int64_t min_in = jobs[0].w->in, max_in = jobs[0].w->in;
   for (int j = 0; j < count; ++j) {
@@ -330,8 +314,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blo
   }
   L.first[count] = tiles;
   if (tiles == 0) return;
-  const int s =
-      choose_split(tiles, n, min_in, max_in, 128, min_blocks > 0 ? min_blocks : g_dense_min_blocks);
+  const int s = choose_split(tiles, n, min_in, max_in, 128, min_blocks > 0 ? min_blocks : g_dense_min_blocks);
   launch_split<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
 }
 
@@ -350,7 +333,6 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
                  const float* x, int64_t ldx, bool x_per_slot, int64_t ldy) {
   MmaLaunch L{};
   L.full_sectors = g_fp8_full_sectors;
-  L.prefetch = (g_l2_prefetch & 2) != 0;
   ExpertJobs& X = L.ex;
   X = expert_jobs(p, idx, slots, per_token, x, ldx, x_per_slot, ldy);
   const int tiles = X.tiles * slots * p.count;

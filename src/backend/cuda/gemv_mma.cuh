@@ -42,11 +42,6 @@ int fp4_int_decode();
 // (DEEPINFER_CUDA_FP8_FULL_SECTORS, default off). Sums in another k order: not the same bits.
 void set_fp8_full_sectors(bool on);
 bool fp8_full_sectors();
-// Whole-slice L2 prefetches at the start of a GEMV block (prefetch_l2_bulk), by launch kind:
-// bit 0 the dense tensor-core GEMV, bit 1 the routed experts', bit 2 the one-row CUDA-core row
-// kernels (DEEPINFER_CUDA_GEMV_L2_PREFETCH, default 0). Loads only: the same bits every way.
-void set_gemv_l2_prefetch(int mask);
-int gemv_l2_prefetch();
 
 // Whether w at n rows of x (row stride ldx) runs here: FP8 with 128 × 128 block scales, rows in
 // whole 128-row scale blocks from a 128-aligned first row, K a multiple of 1,024, 16-byte aligned

@@ -394,8 +394,11 @@ void hc_post_check(Exec& e, std::mt19937& rng, const DevWeight& w, const float* 
   HcParams hp;
   hp.hc = kHc, hp.d = d;
   const HcPostArgs args{X.ptr, post.ptr, comb.ptr, X2.ptr, kHc, d, true};
+  const int64_t min_out = gemv_mma_min_out();
+  set_gemv_mma_min_out(w.out + 1);  // the row kernels' path, wherever the default puts wo_b
   const bool took = gemv_row_hc_post(e, x, w, y.ptr, true, args);
   linear(e, x, w.in, 1, w, yr.ptr, d, true, nullptr, x);
+  set_gemv_mma_min_out(min_out);
   hc_post(e, hp, X.ptr, post.ptr, comb.ptr, yr.ptr, 1, X2r.ptr, true);
   std::vector<float> a(static_cast<size_t>(d)), b(a.size()), c(static_cast<size_t>(kHc * d)),
       f(c.size());
