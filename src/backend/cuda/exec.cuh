@@ -36,7 +36,7 @@ bool env_switch(const char* name, bool fallback);
 
 // Whether Exec::launch asks for programmatic dependent launch: DEEPINFER_CUDA_PDL=1 always, =0
 // never; unset, where the Exec asks (Exec::pdl_auto: the model's one-row steps). H100, batch 1,
-// 2026-12-07: +1.1 to +2.3 % a step in 8 of 8 interleaved pairs (with the one-row wo_b on the
+// 2026-12-07: +1.7 % a step, 8 of 8 interleaved pairs faster (with the one-row wo_b on the
 // tensor cores); the H200 had lost 4-5 % at batch 256 with it (bench/results/cuda.md).
 bool pdl_enabled(bool pdl_auto);
 
