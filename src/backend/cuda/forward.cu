@@ -472,7 +472,8 @@ bool CudaModel::Impl::attention_sublayer(int layer, const Rows& rows, const Segm
   }
   // Quantized weights' products are bf16-rounded already (linear()'s contract): no launch then.
   if (official && !B.wo_a.quantized()) round_bf16(exec, z.ptr, n * G * olr);
-  // At one row with z's FP8 copy ready, wo_b's row kernel also computes hc_post of its output.
+  // At one row with z's FP8 copy ready, wo_b's row kernel (where it takes one: gemv.cuh's
+  // gemv_mma_min_out) also computes hc_post of its output.
   const bool posted = zq_ready && n == 1 && fused_hc_post() &&
                       gemv_row_hc_post(exec, xq.ptr, B.wo_b, y.ptr, true, hc_post_args);
   if (!posted) {

@@ -25,8 +25,9 @@ int gemv_max_rows();
 void set_gemv_max_rows(int rows);
 
 // y = one row of x against FP8 / FP4 w on the row kernels, with hc_post's outputs of y's row
-// (hp, row 0) in the same launch: true where gemv() would take those kernels (wo_b at one row,
-// outside batch-invariant mode), else nothing launched. The bits of gemv(), then hc_post().
+// (hp, row 0) in the same launch: true where gemv() would take those kernels (one-row products of
+// fewer than gemv_mma_min_out() outputs, outside batch-invariant mode; wo_b with the bound raised
+// above 4,096), else nothing launched. The bits of gemv(), then hc_post().
 bool gemv_row_hc_post(Exec& e, const float* x, const DevWeight& w, float* y, bool round_out,
                       const HcPostArgs& hp);
 // The fewest outputs a one-row FP8 product takes the tensor-core GEMV at (fewer keep the row

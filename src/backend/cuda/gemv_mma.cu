@@ -223,8 +223,9 @@ bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", true);
 // (An H200 kernel check of 2026-12-03 had preferred the split: not rechecked there yet.)
 const int g_fp4_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS", 192));
 const int g_shared_min_blocks = std::max(0, env_int("DEEPINFER_CUDA_SHARED_MIN_BLOCKS", 64));
-// Blocks a dense launch splits K for when its caller names none (DEEPINFER_CUDA_GEMV_MMA_MIN_BLOCKS,
-// default 128: the H200 kernel check's best for wo_a / wo_b; H100 not yet checked).
+// Blocks a dense launch splits K for when its caller names none
+// (DEEPINFER_CUDA_GEMV_MMA_MIN_BLOCKS, default 128: the H200 kernel check's best for wo_a / wo_b;
+// H100 batch 1, 2026-12-07: 64 and 256 ~2 % slower a step).
 const int g_dense_min_blocks = std::max(1, env_int("DEEPINFER_CUDA_GEMV_MMA_MIN_BLOCKS", 128));
 int g_split = [] {
   const int s = env_int("DEEPINFER_CUDA_GEMV_MMA_SPLIT", 0);
@@ -314,7 +315,8 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blo
   }
   L.first[count] = tiles;
   if (tiles == 0) return;
-  const int s = choose_split(tiles, n, min_in, max_in, 128, min_blocks > 0 ? min_blocks : g_dense_min_blocks);
+  const int s =
+      choose_split(tiles, n, min_in, max_in, 128, min_blocks > 0 ? min_blocks : g_dense_min_blocks);
   launch_split<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
 }
 

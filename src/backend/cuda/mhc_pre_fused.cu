@@ -31,12 +31,14 @@ __global__ void __launch_bounds__(1024)
   const float4* x4 = reinterpret_cast<const float4*>(X + t * kHc * d);
   // The pre weights' mixes and parameters and the norm weights, loaded before the sums.
   const float* mt = mix + t * (2 + kHc) * kHc;
-  float mv[kHc], bv[kHc];
+  float mv[kHc] = {}, bv[kHc] = {}, scale0 = 0.0f;
   float4 wv[kVecMax];
-  const float scale0 = q.scale[0];
+  if (!sinkhorn) {
+    scale0 = q.scale[0];
 #pragma unroll
-  for (int j = 0; j < kHc; ++j) mv[j] = mt[j], bv[j] = q.base[j];
-  if (!sinkhorn) load_norm_weights4(w, d, kQuant ? 1 : kVecMax, wv);
+    for (int j = 0; j < kHc; ++j) mv[j] = mt[j], bv[j] = q.base[j];
+    load_norm_weights4(w, d, kQuant ? 1 : kVecMax, wv);
+  }
   float4 xv[kHc];
   float ss = 0.0f;
   if constexpr (kOwnSs) {
