@@ -10,12 +10,8 @@ mkdir -p "$out" /tmp/devbin
 tar -xJf "$bundle" -C /tmp/devbin
 bin=/tmp/devbin
 export LD_LIBRARY_PATH=$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-  $(python3 -c "import nvidia, os; print(' '.join(os.path.join(p, s, 'lib') for p in nvidia.__path__ for s in os.listdir(p)))" 2> /dev/null); do
-  if [ -e "$d/libcublasLt.so.13" ] || [ -e "$d/libcudart.so.13" ] || [ -e "$d/libcupti.so.13" ]; then
-    LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
-  fi
-done
+# shellcheck source=../device/cuda_libs.sh
+. "$(dirname "$0")/../device/cuda_libs.sh"
 src_dir=$(cat "$bin/source_dir")  # the test binary's DEEPINFER_SOURCE_DIR
 [ -e "$src_dir" ] || { mkdir -p "$(dirname "$src_dir")"; ln -s "$PWD" "$src_dir"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1

@@ -21,12 +21,8 @@ export LD_LIBRARY_PATH=$bundle${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
 bin=$bundle/deepinfer
 # The CUDA runtime and cuBLAS come from the machine's toolkit (or torch's wheels), not the bundle.
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-  $(python3 -c "import nvidia, os; print(' '.join(os.path.join(p, s, 'lib') for p in nvidia.__path__ for s in os.listdir(p)))" 2> /dev/null); do
-  if [ -e "$d/libcublasLt.so.13" ] || [ -e "$d/libcudart.so.13" ]; then
-    LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
-  fi
-done
+# shellcheck source=../device/cuda_libs.sh
+. "$(dirname "$0")/../device/cuda_libs.sh"
 {
   nvidia-smi --query-gpu=name,memory.total,memory.used,clocks.max.sm --format=csv
   nproc
