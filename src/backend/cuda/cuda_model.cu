@@ -138,7 +138,8 @@ Status CudaModel::Impl::upload(const model::Model& m) {
       alike = alike && h.format == f.format && h.out == f.out && h.in == f.in &&
               h.stride == f.stride && h.scale_stride == f.scale_stride && h.row0 == f.row0 &&
               h.block_in == f.block_in && h.block_out == f.block_out &&
-              h.scale_f32 == f.scale_f32 && aligned16(h.data) == aligned16(f.data);
+              h.scale_f32 == f.scale_f32 && aligned16(h.data) == aligned16(f.data) &&
+              aligned16(h.scale) == aligned16(f.scale);
     }
     return std::make_tuple(p, quant, host.empty() ? DevFormat::F32 : host[0].format,
                            host.empty() ? DevWeight{} : host[0], alike);

@@ -1,38 +1,18 @@
-#include <cooperative_groups.h>
-
 #include <algorithm>
 #include <cstdlib>
 
+#include "backend/cuda/gemv_bulk.cuh"
 #include "backend/cuda/gemv_group.cuh"
 #include "backend/cuda/gemv_mma.cuh"
 #include "backend/cuda/gemv_mma_step.cuh"
+#include "backend/cuda/gemv_mma_tile.cuh"
 
 namespace deepinfer::cuda {
 namespace {
 
-namespace cg = cooperative_groups;
-
 using namespace mma;
 
 constexpr size_t kMaxInputBytes = 32 * 1024;  // the inputs' 16-bit copy in shared memory
-
-struct LaunchJob {
-  DevWeight w;
-  const float* x;
-  int64_t ldx;
-  float* y;
-  int64_t ldy;
-  bool round_out;
-  float* yq;  // or null (MmaGemvJob::yq)
-};
-
-struct MmaLaunch {
-  LaunchJob job[kMaxGemvJobs];
-  int first[kMaxGemvJobs + 1];  // job j's first tile (a cluster each)
-  int count, n;
-  bool full_sectors;  // FP8: each load instruction of a quad covers whole 32-byte sectors
-  ExpertJobs ex;
-};
 
 // A block's tile over its K slice (mma_step's layout), the slices of a cluster summed in rank
 // order.
@@ -42,45 +22,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int kStages = 4;
   constexpr int kStepK = F == DevFormat::FP8 ? 128 : 256;
   const int tile = static_cast<int>(blockIdx.x) / S, rank = static_cast<int>(blockIdx.x) % S;
-  DevWeight w;
-  const float* x;
-  int64_t ldx, ldy, t0;
-  float* y;
-  float* yq = nullptr;
-  bool round_out;
-  int n;
-  SwigluStage sw{};
-  if constexpr (kExperts) {
-    pdl_begin();  // the slot's expert id (and w2's inputs) come from the launches before
-    const ExpertJobs& X = L.ex;
-    const int job = tile / X.tiles, p = job / X.slots, s = job % X.slots;
-    w = X.experts[p][X.idx[s]];
-    const int64_t xrow = (X.x_per_slot ? s : s / X.per_token) * X.ldx;
-    x = X.x + xrow;
-    if (X.swiglu_h3)
-      sw = {X.swiglu_h3 + xrow, X.swiglu_row_w ? X.swiglu_row_w + s : nullptr, X.swiglu_limit,
-            X.swiglu_official};
-    ldx = X.ldx;
-    y = X.y[p] + s * X.ldy;
-    ldy = X.ldy;
-    round_out = true;
-    n = 1;
-    t0 = static_cast<int64_t>(tile % X.tiles) * kTileRows;
-  } else {
-    int j = 0;
-    while (j + 1 < L.count && tile >= L.first[j + 1]) ++j;
-    const LaunchJob& jb = L.job[j];
-    w = jb.w, x = jb.x, ldx = jb.ldx, y = jb.y, ldy = jb.ldy, round_out = jb.round_out;
-    yq = jb.yq;
-    n = L.n;
-    t0 = static_cast<int64_t>(tile - L.first[j]) * kTileRows;
-  }
+  const TileJob J = tile_job<kExperts>(L, tile);
+  const DevWeight& w = J.w;
+  const int n = J.n;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int slice = static_cast<int>(w.in / S), steps = slice / kStepK;
   const int64_t k0 = static_cast<int64_t>(rank) * slice;
   // Rows past the last one read a valid row; their sums are never written.
-  const int64_t ra = min(t0 + warp * 16 + g, w.out - 1) + w.row0;
-  const int64_t rb = min(t0 + warp * 16 + g + 8, w.out - 1) + w.row0;
+  const int64_t ra = min(J.t0 + warp * 16 + g, w.out - 1) + w.row0;
+  const int64_t rb = min(J.t0 + warp * 16 + g + 8, w.out - 1) + w.row0;
   const int64_t row_bytes = F == DevFormat::FP8 ? w.stride : w.stride / 2;
   const int64_t k0_bytes = F == DevFormat::FP8 ? k0 : k0 / 2;  // a step is 128 bytes of a row
   const LaneChunks chunks = lane_chunks<F>(t, L.full_sectors);
@@ -93,9 +43,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   extern __shared__ uint4 smem[];
   uint16_t* xh = reinterpret_cast<uint16_t*>(smem);
   float* xinv = reinterpret_cast<float*>(xh + n * slice);
-  __shared__ float part[kMaxRows][kTileRows];
-  const int64_t srow = (w.row0 + t0) >> 7, scol = k0 >> 7;
-  const bool c0_live = 2 * t < n, c1_live = 2 * t + 1 < n;
+  const int64_t srow = (w.row0 + J.t0) >> 7, scol = k0 >> 7;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   auto step = [&](int kb, const uint4* wv, uint2 sa2, uint2 sb2) {
     float wscale = 0.0f;
@@ -125,8 +73,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
   // The weights are constant: their loads may start before the launch before has finished.
   if constexpr (!kExperts) pdl_begin();
-  stage_inputs<F>(x, ldx, n, k0, slice, xh, xinv, sw.h3 ? &sw : nullptr);
-  __syncthreads();
+  stage_tile_inputs<F>(J, k0, slice, xh, xinv);
   for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -136,72 +83,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (kb < steps) step(kb, ring[s], ring_sc[s][0], ring_sc[s][1]);
     }
   }
-
-  // acc: rows g and g + 8 of the warp's tile, batch rows 2t and 2t + 1.
-  const int r_local = warp * 16 + g;
-  if (c0_live) part[2 * t][r_local] = acc[0], part[2 * t][r_local + 8] = acc[2];
-  if (c1_live) part[2 * t + 1][r_local] = acc[1], part[2 * t + 1][r_local + 8] = acc[3];
-  auto finish = [&](int r, int o, float v) {
-    if (t0 + o < w.out) y[r * ldy + t0 + o] = round_out ? bf16r(v) : v;
-  };
-  // With yq: every rank sums the whole tile (in the same order, so the same values) and so holds
-  // each 128-value block's maximum; it writes its own rows, and their FP8 copy as
-  // fp8_quant_kernel would (the block's amax, exact in any order, then the same expressions).
-  auto finish_quantized = [&](auto sum_of, int own0, int own) {
-    constexpr int kPer = kMaxRows * kTileRows / kThreads;
-    __shared__ float block_max[kMaxRows * kTileRows / 32];
-    float v[kPer];
-#pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const int i = threadIdx.x + k * kThreads;
-      v[k] = 0.0f;
-      if (i < n * kTileRows) {
-        const float sum = sum_of(i / kTileRows, i % kTileRows);
-        v[k] = round_out ? bf16r(sum) : sum;
-      }
-      const float m = warp_max(fabsf(v[k]));  // a warp's 32 values lie in one row's block
-      if (lane == 0 && i < n * kTileRows) block_max[i / 32] = m;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const int i = threadIdx.x + k * kThreads, r = i / kTileRows, o = i % kTileRows;
-      if (i >= n * kTileRows || o < own0 || o >= own0 + own || t0 + o >= w.out) continue;
-      const float* bm = block_max + r * (kTileRows / 32);
-      const float s = fp8_act_scale(fmaxf(fmaxf(bm[0], bm[1]), fmaxf(bm[2], bm[3])));
-      y[r * ldy + t0 + o] = v[k];
-      yq[r * ldy + t0 + o] = bf16r(round_e4m3(v[k] / s) * s);
-    }
-  };
-  static_assert(kTileRows == 128, "a tile is one 128-value block of FP8 activations");
-  if constexpr (S == 1) {
-    __syncthreads();
-    if (yq) {
-      finish_quantized([&](int r, int o) { return part[r][o]; }, 0, kTileRows);
-    } else {
-      for (int i = threadIdx.x; i < n * kTileRows; i += kThreads)
-        finish(i / kTileRows, i % kTileRows, part[i / kTileRows][i % kTileRows]);
-    }
-  } else {
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();  // every slice's sums written and visible across the cluster
-    constexpr int kOwn = kTileRows / S;  // the rows this rank sums
-    auto sum_of = [&](int r, int o) {
-      float v = 0.0f;
-#pragma unroll
-      for (int s = 0; s < S; ++s) v += cluster.map_shared_rank(&part[0][0], s)[r * kTileRows + o];
-      return v;
-    };
-    if (yq) {
-      finish_quantized(sum_of, rank * kOwn, kOwn);
-    } else {
-      for (int i = threadIdx.x; i < n * kOwn; i += kThreads) {
-        const int r = i / kOwn, o = rank * kOwn + i % kOwn;
-        finish(r, o, sum_of(r, o));
-      }
-    }
-    cluster.sync();  // the slices' shared memory stays until every rank has read it
-  }
+  finish_tile<S>(J, acc, rank);
 }
 
 const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
@@ -216,6 +98,7 @@ int g_fp4_int_decode = [] {
 }();
 bool g_fp8_full_sectors = env_switch("DEEPINFER_CUDA_FP8_FULL_SECTORS", false);
 bool g_swiglu_fold = env_switch("DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD", true);
+bool g_bulk = env_switch("DEEPINFER_CUDA_GEMV_BULK", false);
 // Blocks an FP4 experts launch splits K for (DEEPINFER_CUDA_EXPERTS_MIN_BLOCKS). At 192 (the
 // default since 2026-12-07) V4-Flash's one-token w1 + w3 (192 tiles) runs unsplit: H100, 4-layer
 // slice at batch 1, three interleaved runs 779.6 / 777.5 / 774.0 tok/s against 760.6 / 758.8 /
@@ -291,6 +174,8 @@ bool fp8_full_sectors() { return g_fp8_full_sectors; }
 bool experts_swiglu_fold() { return g_swiglu_fold; }
 void set_experts_swiglu_fold(bool on) { g_swiglu_fold = on; }
 int shared_expert_min_blocks() { return g_shared_min_blocks; }
+void set_gemv_mma_bulk(bool on) { g_bulk = on; }
+bool gemv_mma_bulk() { return g_bulk; }
 
 bool gemv_mma_supported(const DevWeight& w, int64_t n, const float* x, int64_t ldx) {
   return g_on && n >= 1 && n <= kMaxRows && w.format == DevFormat::FP8 && w.block_out == 128 &&
@@ -317,7 +202,12 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blo
   if (tiles == 0) return;
   const int s =
       choose_split(tiles, n, min_in, max_in, 128, min_blocks > 0 ? min_blocks : g_dense_min_blocks);
-  launch_split<DevFormat::FP8, false>(e, L, tiles, s, input_bytes(n, max_in / s, 128));
+  const size_t shared = input_bytes(n, max_in / s, 128);
+  bool bulk = g_bulk;
+  for (int j = 0; j < count; ++j)
+    bulk = bulk && bulk_fits(DevFormat::FP8, jobs[j].w->in / s, L.full_sectors, false);
+  if (bulk) return launch_bulk(e, L, DevFormat::FP8, false, 0, tiles, s, shared);
+  launch_split<DevFormat::FP8, false>(e, L, tiles, s, shared);
 }
 
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {
@@ -329,6 +219,10 @@ bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx) {
   return w.format == DevFormat::FP4 && w.block_in == 32 && !w.scale_f32 && w.in % 2048 == 0 &&
          w.stride % 32 == 0 && w.scale_stride % 8 == 0 &&
          reinterpret_cast<uintptr_t>(w.scale) % 8 == 0;
+}
+
+bool experts_bulk_supported(const DevWeight& w) {
+  return w.format != DevFormat::FP4 || (w.scale_stride % 16 == 0 && aligned16(w.scale));
 }
 
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
@@ -345,6 +239,8 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   const bool fp4 = p.format == DevFormat::FP4;
   const int s = choose_split(tiles, 1, p.in, p.in, step, fp4 ? g_fp4_min_blocks : 128, fp4 ? 8 : 1);
   const size_t shared = input_bytes(1, p.in / s, 128);
+  if (g_bulk && bulk_fits(p.format, p.in / s, L.full_sectors, p.scales16))
+    return launch_bulk(e, L, p.format, true, g_fp4_int_decode, tiles, s, shared);
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);
   } else {

@@ -43,6 +43,12 @@ int fp4_int_decode();
 void set_fp8_full_sectors(bool on);
 bool fp8_full_sectors();
 
+// The products' weights streamed by bulk asynchronous copies into a ring in shared memory
+// (gemv_bulk.cuh) instead of loads into registers, where a launch's shape allows; the same bits
+// (DEEPINFER_CUDA_GEMV_BULK, default off).
+void set_gemv_mma_bulk(bool on);
+bool gemv_mma_bulk();
+
 // Whether w at n rows of x (row stride ldx) runs here: FP8 with 128 × 128 block scales, rows in
 // whole 128-row scale blocks from a 128-aligned first row, K a multiple of 1,024, 16-byte aligned
 // rows and inputs, 1 ≤ n ≤ 8. The inputs must be exact in fp16 after a power-of-two scale per
@@ -78,6 +84,9 @@ struct ExpertMmaProducts {
   const float* swiglu_row_w = nullptr;
   float swiglu_limit = 0.0f;
   bool swiglu_official = false;
+  // Every expert's FP4 scale rows 16-byte aligned (experts_bulk_supported), so the bulk ring
+  // (set_gemv_mma_bulk) can copy them.
+  bool scales16 = false;
 };
 // The one-token routed w2 with its SwiGLU folded in (DEEPINFER_CUDA_EXPERTS_SWIGLU_FOLD=0 keeps
 // swiglu_quant's launch before it); the same bits. w2's weight loads issued before the launch
@@ -86,6 +95,8 @@ bool experts_swiglu_fold();
 void set_experts_swiglu_fold(bool on);
 // Whether an expert shaped like w (every expert of the product alike) runs here on x.
 bool experts_mma_supported(const DevWeight& w, const float* x, int64_t ldx);
+// Whether such an expert's scales suit the bulk ring (FP8's always do).
+bool experts_bulk_supported(const DevWeight& w);
 void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int slots, int per_token,
                  const float* x, int64_t ldx, bool x_per_slot, int64_t ldy);
 

@@ -2,7 +2,8 @@
 // (wq_b, wo_b, the shared expert's w1 + w3 as one launch and w2, wo_a's eight groups as one
 // launch) at 1, 3 and 8 rows against the reference body (fp32 outputs, ≤ 1e-4 of the largest),
 // and its time with the weights cold in L2 at each K split (and in the other FP8 lane layout,
-// set_fp8_full_sectors) beside the CUDA-core kernels'; and the
+// set_fp8_full_sectors) beside the CUDA-core kernels', the bulk-copy ring against the register
+// ring bitwise; and the
 // one-token routed experts (FP4 and FP8, V4-Flash sizes; the K-split launches, SwiGLU folded into
 // w2 or not) against the reference body and the grouped path's outputs, with every
 // path's times.
@@ -307,14 +308,16 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
                   gbs / 48.0);
     line(buf, 0.0, 1e-2);
   };
-  // The w1 + w3 launch and the w2 launch of index set `at`.
+  // The w1 + w3 launch and the w2 launch of index set `at` (scales16 as routed_grouped sets it).
   const auto w13 = [&](int at) {
-    experts_mma(e, {{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d}, idx.ptr + at * K, K, K,
-                x.ptr, d, false, inter);
+    ExpertMmaProducts p{{re.r1, re.r3}, {h1.ptr, h3.ptr}, 2, f, inter, d};
+    p.scales16 = experts_bulk_supported(w1[0]) && experts_bulk_supported(w3[0]);
+    experts_mma(e, p, idx.ptr + at * K, K, K, x.ptr, d, false, inter);
   };
   const auto w2only = [&](int at) {
-    experts_mma(e, {{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter}, idx.ptr + at * K, K, K,
-                xq.ptr, inter, true, d);
+    ExpertMmaProducts p{{re.r2, nullptr}, {y.ptr, nullptr}, 1, f, d, inter};
+    p.scales16 = experts_bulk_supported(w2[0]);
+    experts_mma(e, p, idx.ptr + at * K, K, K, xq.ptr, inter, true, d);
   };
   for (const int split : {0, 1}) {
     set_gemv_mma_split(split);
@@ -346,6 +349,22 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
       timed_line(what, b2, [&] { w2only(set); });
     }
     set_fp4_int_decode(decode0);
+  }
+  {  // The bulk-copy ring (gemv_bulk.cuh): the register ring's bits in both launches; times.
+    const bool bulk0 = gemv_mma_bulk();
+    set_gemv_mma_bulk(false);
+    w13(0);
+    w2only(0);
+    const std::vector<float> reg1 = host(h1), reg3 = host(h3), reg2 = host(y);
+    set_gemv_mma_bulk(true);
+    for (auto* a : {&h1, &h3, &y}) e.note(cudaMemsetAsync(a->ptr, 0xFF, a->bytes(), e.stream));
+    w13(0);
+    w2only(0);
+    line("bulk ring: the register ring's bits",
+         host(h1) == reg1 && host(h3) == reg3 && host(y) == reg2 ? 0.0 : 1.0, 0.5);
+    timed_line("w1 + w3 launch alone (bulk ring)", b13, [&] { w13(set); });
+    timed_line("w2 launch alone (bulk ring)", b2, [&] { w2only(set); });
+    set_gemv_mma_bulk(bulk0);
   }
   DeviceArray<uint32_t> sink;
   sink.allocate(e, 1);
@@ -418,6 +437,43 @@ void hc_post_check(Exec& e, std::mt19937& rng, const DevWeight& w, const float* 
              : same ? "the same bits"
                     : "bits differ");
   out.push_back(kc);
+}
+
+// The dense launch (run) on the bulk-copy ring against the register ring, bitwise, at the auto
+// split and at 1 and 2 (a cluster), with the bulk ring's time (timed) beside it.
+template <class Run, class Timed>
+void bulk_check(Exec& e, const char* name, int64_t n, const DeviceArray<float>& y, double bytes,
+                Run run, Timed timed, bool ok, std::vector<KernelCheck>& out) {
+  const bool bulk0 = gemv_mma_bulk();
+  const int split0 = gemv_mma_split();
+  for (const int s : {0, 1, 2}) {
+    set_gemv_mma_split(s);
+    std::vector<float> reg(y.count), got(y.count);
+    set_gemv_mma_bulk(false);
+    e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
+    run();
+    e.to_host(reg.data(), y.ptr, y.bytes());
+    set_gemv_mma_bulk(true);
+    e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
+    run();
+    e.to_host(got.data(), y.ptr, y.bytes());
+    const bool same = std::memcmp(reg.data(), got.data(), y.bytes()) == 0;
+    const double ms = timed();
+    const double gbs = bytes / (ms * 1e-3) / 1e9;
+    KernelCheck kc;
+    kc.tolerance = 0;
+    kc.rel_error = e.sync().ok() && ok && same ? 0.0 : 1.0;
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "mma %-26s %lld row(s) bulk ring, split %s: %s, %8.4f ms %6.0f GB/s (%5.1f%% of "
+                  "4.8 TB/s)",
+                  name, static_cast<long long>(n), s == 0 ? "auto" : std::to_string(s).c_str(),
+                  same ? "the register ring's bits" : "bits differ", ms, gbs, gbs / 48.0);
+    kc.line = line;
+    out.push_back(kc);
+  }
+  set_gemv_mma_bulk(bulk0);
+  set_gemv_mma_split(split0);
 }
 
 }  // namespace
@@ -585,6 +641,8 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
       set_fp8_full_sectors(!sectors0);
       check(sectors0 ? "mma, auto, half sectors" : "mma, auto, full sectors", true, timed(true));
       set_fp8_full_sectors(sectors0);
+      bulk_check(
+          e, p.name, n, y, bytes, [&] { run(0, n, true); }, [&] { return timed(true); }, ok, out);
     }
   }
   for (const DevFormat f : {DevFormat::FP4, DevFormat::FP8}) expert_checks(e, f, rng, out);

@@ -359,9 +359,12 @@ void routed_grouped(Exec& e, const ExpertPlan& plan, const RoutedExperts& r, con
       r.h2->out == d && r.h2->in == inter && experts_mma_supported(*r.h1, x13, d) &&
       experts_mma_supported(*r.h3, x13, d) && experts_mma_supported(*r.h2, xq, inter)) {
     if (!xq_ready) fp8_quant_rows_from(e, x, d, n, d, 128, xq);
-    experts_mma(e, {{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d}, idx, K, K, x13, d, false, inter);
+    ExpertMmaProducts w13{{r.r1, r.r3}, {h1, h3}, 2, r.f1, inter, d};
+    w13.scales16 = experts_bulk_supported(*r.h1) && experts_bulk_supported(*r.h3);
+    experts_mma(e, w13, idx, K, K, x13, d, false, inter);
     const float* row_w = official ? weights : nullptr;
     ExpertMmaProducts w2{{r.r2, nullptr}, {out, nullptr}, 1, r.f2, d, inter};
+    w2.scales16 = experts_bulk_supported(*r.h2);
     if (experts_swiglu_fold() && experts_mma_supported(*r.h2, h1, inter)) {
       w2.swiglu_h3 = h3, w2.swiglu_row_w = row_w, w2.swiglu_limit = limit;
       w2.swiglu_official = official;
