@@ -4,8 +4,6 @@
 namespace deepinfer::cuda::mma {
 namespace {
 
-constexpr size_t kMaxInputBytes = 40 * 1024;  // the inputs' copy and scales (gemv_mma.cu's bound)
-
 // A warp's ring: kStages stages of kSteps K steps (128 bytes of a row each) of its 16 rows, and
 // FP4's 32-value scales of those rows beside them (16 bytes a row a stage).
 template <DevFormat F>
@@ -36,14 +34,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   using R = BulkRing<F>;
   constexpr int kStepK = F == DevFormat::FP8 ? 128 : 256;
   constexpr int kScalesPerStep = kStepK / 128;
-  const int tile = static_cast<int>(blockIdx.x) / S, rank = static_cast<int>(blockIdx.x) % S;
-  const TileJob J = tile_job<kExperts>(L, tile);
+  const TileJob J = tile_job<S, kExperts>(L);
   const DevWeight& w = J.w;
-  const int n = J.n;
+  const int n = J.n, slice = J.slice, steps = slice / kStepK;
+  const int64_t k0 = J.k0;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int slice = static_cast<int>(w.in / S), steps = slice / kStepK;
   const int stages = steps / R::kSteps;
-  const int64_t k0 = static_cast<int64_t>(rank) * slice;
   extern __shared__ uint4 smem[];
   uint8_t* base = reinterpret_cast<uint8_t*>(smem);
   uint8_t* ring = base + warp * R::kWarpBytes;
@@ -79,7 +75,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int c = 0; c < R::kStages; ++c) issue(c);
   // The weights are constant: their copies may start before the launch before has finished.
   if constexpr (!kExperts) pdl_begin();
-  stage_tile_inputs<F>(J, k0, slice, xh, xinv);
+  stage_tile_inputs<F>(J, xh, xinv);
 
   const LaneChunks chunks = lane_chunks<F>(t, false);
   const int lo = chunks.lo, hi = chunks.hi;
@@ -114,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncwarp();  // every lane has read the slot before it is refilled
     issue(c + R::kStages);
   }
-  finish_tile<S>(J, acc, rank);
+  finish_tile<S>(J, acc);
 }
 
 template <DevFormat F, int S, bool kExperts, int kIntDecode>
@@ -155,7 +151,8 @@ void launch_split(Exec& e, const MmaLaunch& L, int tiles, int split, size_t shar
 
 }  // namespace
 
-bool bulk_fits(DevFormat f, int64_t slice, bool full_sectors, bool scales16) {
+bool bulk_fits(DevFormat f, int64_t slice, bool full_sectors, bool scales16, size_t input_bytes) {
+  if (input_bytes > kMaxInputBytes) return false;
   if (f == DevFormat::FP8) return !full_sectors && slice > 0 && slice % 256 == 0;
   return f == DevFormat::FP4 && scales16 && slice > 0 && slice % 512 == 0;
 }

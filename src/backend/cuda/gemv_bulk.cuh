@@ -13,8 +13,9 @@ namespace deepinfer::cuda::mma {
 
 // Whether a launch of format f whose blocks take `slice` values of a row can run there: FP8 in
 // the default lane layout (not set_fp8_full_sectors) with slices of whole 256-value stages, FP4
-// with slices of whole 512-value stages and 16-byte aligned scale rows (scales16).
-bool bulk_fits(DevFormat f, int64_t slice, bool full_sectors, bool scales16);
+// with slices of whole 512-value stages and 16-byte aligned scale rows (scales16), and staged
+// inputs of at most kMaxInputBytes (the shared memory its kernels are set up for).
+bool bulk_fits(DevFormat f, int64_t slice, bool full_sectors, bool scales16, size_t input_bytes);
 // The launch gemv_mma.cu would make (tiles × split blocks, input_bytes of staged inputs) on the
 // bulk ring.
 void launch_bulk(Exec& e, const MmaLaunch& L, DevFormat f, bool experts, int int_decode, int tiles,

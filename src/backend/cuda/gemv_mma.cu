@@ -12,8 +12,6 @@ namespace {
 
 using namespace mma;
 
-constexpr size_t kMaxInputBytes = 32 * 1024;  // the inputs' 16-bit copy in shared memory
-
 // A block's tile over its K slice (mma_step's layout), the slices of a cluster summed in rank
 // order.
 template <DevFormat F, int S, bool kExperts, int kIntDecode>
@@ -21,13 +19,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     gemv_mma_kernel(const __grid_constant__ MmaLaunch L) {
   constexpr int kStages = 4;
   constexpr int kStepK = F == DevFormat::FP8 ? 128 : 256;
-  const int tile = static_cast<int>(blockIdx.x) / S, rank = static_cast<int>(blockIdx.x) % S;
-  const TileJob J = tile_job<kExperts>(L, tile);
+  const TileJob J = tile_job<S, kExperts>(L);
   const DevWeight& w = J.w;
-  const int n = J.n;
+  const int n = J.n, slice = J.slice, steps = slice / kStepK;
+  const int64_t k0 = J.k0;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int slice = static_cast<int>(w.in / S), steps = slice / kStepK;
-  const int64_t k0 = static_cast<int64_t>(rank) * slice;
   // Rows past the last one read a valid row; their sums are never written.
   const int64_t ra = min(J.t0 + warp * 16 + g, w.out - 1) + w.row0;
   const int64_t rb = min(J.t0 + warp * 16 + g + 8, w.out - 1) + w.row0;
@@ -73,7 +69,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int s = 0; s < kStages - 1; ++s) issue(s, ring[s], ring_sc[s]);
   // The weights are constant: their loads may start before the launch before has finished.
   if constexpr (!kExperts) pdl_begin();
-  stage_tile_inputs<F>(J, k0, slice, xh, xinv);
+  stage_tile_inputs<F>(J, xh, xinv);
   for (int kb0 = 0; kb0 < steps; kb0 += kStages) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -83,7 +79,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (kb < steps) step(kb, ring[s], ring_sc[s][0], ring_sc[s][1]);
     }
   }
-  finish_tile<S>(J, acc, rank);
+  finish_tile<S>(J, acc);
 }
 
 const bool g_on = env_switch("DEEPINFER_CUDA_GEMV_MMA", true);
@@ -128,7 +124,7 @@ int choose_split(int tiles, int64_t n, int64_t min_in, int64_t max_in, int step,
   } else {
     min_steps = 1;
   }
-  while (s < 8 && static_cast<size_t>(n * max_in / s) * 2 > kMaxInputBytes) s *= 2;
+  while (s < 8 && static_cast<size_t>(n * max_in / s) * 2 > kMaxInputCopyBytes) s *= 2;
   while (s > 1 && min_in / s < int64_t{step} * min_steps) s /= 2;
   return s;
 }
@@ -205,7 +201,7 @@ void gemv_mma(Exec& e, const MmaGemvJob* jobs, int count, int64_t n, int min_blo
   const size_t shared = input_bytes(n, max_in / s, 128);
   bool bulk = g_bulk;
   for (int j = 0; j < count; ++j)
-    bulk = bulk && bulk_fits(DevFormat::FP8, jobs[j].w->in / s, L.full_sectors, false);
+    bulk = bulk && bulk_fits(DevFormat::FP8, jobs[j].w->in / s, L.full_sectors, false, shared);
   if (bulk) return launch_bulk(e, L, DevFormat::FP8, false, 0, tiles, s, shared);
   launch_split<DevFormat::FP8, false>(e, L, tiles, s, shared);
 }
@@ -239,7 +235,7 @@ void experts_mma(Exec& e, const ExpertMmaProducts& p, const int32_t* idx, int sl
   const bool fp4 = p.format == DevFormat::FP4;
   const int s = choose_split(tiles, 1, p.in, p.in, step, fp4 ? g_fp4_min_blocks : 128, fp4 ? 8 : 1);
   const size_t shared = input_bytes(1, p.in / s, 128);
-  if (g_bulk && bulk_fits(p.format, p.in / s, L.full_sectors, p.scales16))
+  if (g_bulk && bulk_fits(p.format, p.in / s, L.full_sectors, p.scales16, shared))
     return launch_bulk(e, L, p.format, true, g_fp4_int_decode, tiles, s, shared);
   if (p.format == DevFormat::FP8) {
     launch_split<DevFormat::FP8, true>(e, L, tiles, s, shared);

@@ -92,6 +92,10 @@ __device__ __forceinline__ uint4 load_weights(const uint8_t* p) {
 constexpr size_t input_bytes(int64_t n, int64_t slice, int step) {
   return static_cast<size_t>(n * slice) * 2 + static_cast<size_t>(n * (slice / step)) * 4;
 }
+// The most of the inputs' 16-bit copy a block stages (the launches split K to stay under it), and
+// input_bytes' most with it (a scale per 128 values).
+constexpr size_t kMaxInputCopyBytes = 32 * 1024;
+constexpr size_t kMaxInputBytes = kMaxInputCopyBytes + kMaxInputCopyBytes / 2 / 128 * 4;
 
 // The f16 pair 2^(u − 121): the block scale 2^(u − 127) over e2m1x8_e4m3's 2^−6, for u in
 // [104, 136], where every e2m1 value times the scale is exact in f16 (2^−24 … 6 · 2^9); 0 outside

@@ -30,24 +30,27 @@ struct MmaLaunch {
   ExpertJobs ex;
 };
 
-// One block's product: its weight, inputs, outputs and first output row t0.
+// One block's product: its weight, inputs, outputs and first output row t0, and its K slice
+// [k0, k0 + slice), the rank-th of the cluster's S.
 struct TileJob {
   DevWeight w;
   const float* x;
-  int64_t ldx, ldy, t0;
+  int64_t ldx, ldy, t0, k0;
   float* y;
   float* yq;
   bool round_out;
-  int n;
+  int n, rank, slice;
   SwigluStage sw;
 };
 
-// The job of tile `tile`. Experts: after pdl_begin(), since the slot's expert id (and w2's
-// inputs) come from the launches before; dense launches call it themselves once their weight
-// loads are under way.
-template <bool kExperts>
-__device__ __forceinline__ TileJob tile_job(const MmaLaunch& L, int tile) {
+// The job of this block: tile blockIdx / S, slice blockIdx % S. Experts: after pdl_begin(), since
+// the slot's expert id (and w2's inputs) come from the launches before; dense launches call it
+// themselves once their weight loads are under way.
+template <int S, bool kExperts>
+__device__ __forceinline__ TileJob tile_job(const MmaLaunch& L) {
+  const int tile = static_cast<int>(blockIdx.x) / S;
   TileJob J{};
+  J.rank = static_cast<int>(blockIdx.x) % S;
   if constexpr (kExperts) {
     pdl_begin();
     const ExpertJobs& X = L.ex;
@@ -74,15 +77,16 @@ __device__ __forceinline__ TileJob tile_job(const MmaLaunch& L, int tile) {
     J.n = L.n;
     J.t0 = static_cast<int64_t>(tile - L.first[j]) * kTileRows;
   }
+  J.slice = static_cast<int>(J.w.in / S);
+  J.k0 = static_cast<int64_t>(J.rank) * J.slice;
   return J;
 }
 
 // The block's inputs over its K slice staged in shared memory (stage_inputs), then a barrier.
 template <DevFormat F>
-__device__ __forceinline__ void stage_tile_inputs(const TileJob& J, int64_t k0, int slice,
-                                                  uint16_t* xh, float* xinv) {
+__device__ __forceinline__ void stage_tile_inputs(const TileJob& J, uint16_t* xh, float* xinv) {
   const SwigluStage sw = J.sw;  // its own copy: a pointer into J would keep all of J in memory
-  stage_inputs<F>(J.x, J.ldx, J.n, k0, slice, xh, xinv, sw.h3 ? &sw : nullptr);
+  stage_inputs<F>(J.x, J.ldx, J.n, J.k0, J.slice, xh, xinv, sw.h3 ? &sw : nullptr);
   __syncthreads();
 }
 
@@ -90,7 +94,7 @@ __device__ __forceinline__ void stage_tile_inputs(const TileJob& J, int64_t k0, 
 // warp's 16, batch rows 2t and 2t + 1); with S > 1 the slices of a cluster are summed in rank
 // order through distributed shared memory, each rank writing 1/S of the rows.
 template <int S>
-__device__ __forceinline__ void finish_tile(const TileJob& J, const float acc[4], int rank) {
+__device__ __forceinline__ void finish_tile(const TileJob& J, const float acc[4]) {
   namespace cg = cooperative_groups;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int n = J.n;
@@ -134,7 +138,6 @@ __device__ __forceinline__ void finish_tile(const TileJob& J, const float acc[4]
   };
   static_assert(kTileRows == 128, "a tile is one 128-value block of FP8 activations");
   if constexpr (S == 1) {
-    (void)rank;
     __syncthreads();
     if (J.yq) {
       finish_quantized([&](int r, int o) { return part[r][o]; }, 0, kTileRows);
@@ -146,6 +149,7 @@ __device__ __forceinline__ void finish_tile(const TileJob& J, const float acc[4]
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every slice's sums written and visible across the cluster
     constexpr int kOwn = kTileRows / S;  // the rows this rank sums
+    const int rank = J.rank;
     auto sum_of = [&](int r, int o) {
       float v = 0.0f;
 #pragma unroll

@@ -398,6 +398,25 @@ void expert_checks(Exec& e, DevFormat f, std::mt19937& rng, std::vector<KernelCh
   }
 }
 
+// The device bytes of `a` and `b` (device pointers of `bytes` each) are equal.
+bool same_device_bits(Exec& e, const void* a, const void* b, size_t bytes) {
+  std::vector<unsigned char> ha(bytes), hb(bytes);
+  e.to_host(ha.data(), a, bytes);
+  e.to_host(hb.data(), b, bytes);
+  return ha == hb;
+}
+
+// A bitwise check's line: passes when the launches ran without error, were taken (ok) and gave
+// the same bits.
+void push_bits_check(Exec& e, bool ok, bool same, const std::string& line,
+                     std::vector<KernelCheck>& out) {
+  KernelCheck kc;
+  kc.tolerance = 0;
+  kc.rel_error = e.sync().ok() && ok && same ? 0.0 : 1.0;
+  kc.line = line;
+  out.push_back(kc);
+}
+
 // wo_b's one-row launch with hc_post inside (gemv_row_hc_post) against gemv (linear) and then
 // hc_post's launch: y and the hc outputs bitwise.
 void hc_post_check(Exec& e, std::mt19937& rng, const DevWeight& w, const float* x,
@@ -419,24 +438,15 @@ void hc_post_check(Exec& e, std::mt19937& rng, const DevWeight& w, const float* 
   linear(e, x, w.in, 1, w, yr.ptr, d, true, nullptr, x);
   set_gemv_mma_min_out(min_out);
   hc_post(e, hp, X.ptr, post.ptr, comb.ptr, yr.ptr, 1, X2r.ptr, true);
-  std::vector<float> a(static_cast<size_t>(d)), b(a.size()), c(static_cast<size_t>(kHc * d)),
-      f(c.size());
-  e.to_host(a.data(), y.ptr, y.bytes());
-  e.to_host(b.data(), yr.ptr, yr.bytes());
-  e.to_host(c.data(), X2.ptr, X2.bytes());
-  e.to_host(f.data(), X2r.ptr, X2r.bytes());
-  const bool same = std::memcmp(a.data(), b.data(), y.bytes()) == 0 &&
-                    std::memcmp(c.data(), f.data(), X2.bytes()) == 0;
-  KernelCheck kc;
-  kc.tolerance = 0;
-  kc.rel_error = e.sync().ok() && took && same ? 0.0 : 1.0;
-  kc.line = std::string(
-                "row kernel 4096x8192 FP8, 1 row, hc_post in the launch vs gemv then "
-                "hc_post: ") +
-            (!took  ? "not taken"
-             : same ? "the same bits"
-                    : "bits differ");
-  out.push_back(kc);
+  const bool same = same_device_bits(e, y.ptr, yr.ptr, y.bytes()) &&
+                    same_device_bits(e, X2.ptr, X2r.ptr, X2.bytes());
+  push_bits_check(e, took, same,
+                  std::string("row kernel 4096x8192 FP8, 1 row, hc_post in the launch vs gemv "
+                              "then hc_post: ") +
+                      (!took  ? "not taken"
+                       : same ? "the same bits"
+                              : "bits differ"),
+                  out);
 }
 
 // The dense launch (run) on the bulk-copy ring against the register ring, bitwise, at the auto
@@ -448,7 +458,7 @@ void bulk_check(Exec& e, const char* name, int64_t n, const DeviceArray<float>& 
   const int split0 = gemv_mma_split();
   for (const int s : {0, 1, 2}) {
     set_gemv_mma_split(s);
-    std::vector<float> reg(y.count), got(y.count);
+    std::vector<float> reg(y.count);
     set_gemv_mma_bulk(false);
     e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
     run();
@@ -456,21 +466,18 @@ void bulk_check(Exec& e, const char* name, int64_t n, const DeviceArray<float>& 
     set_gemv_mma_bulk(true);
     e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
     run();
+    std::vector<float> got(y.count);
     e.to_host(got.data(), y.ptr, y.bytes());
     const bool same = std::memcmp(reg.data(), got.data(), y.bytes()) == 0;
     const double ms = timed();
     const double gbs = bytes / (ms * 1e-3) / 1e9;
-    KernelCheck kc;
-    kc.tolerance = 0;
-    kc.rel_error = e.sync().ok() && ok && same ? 0.0 : 1.0;
     char line[320];
     std::snprintf(line, sizeof line,
                   "mma %-26s %lld row(s) bulk ring, split %s: %s, %8.4f ms %6.0f GB/s (%5.1f%% of "
                   "4.8 TB/s)",
                   name, static_cast<long long>(n), s == 0 ? "auto" : std::to_string(s).c_str(),
                   same ? "the register ring's bits" : "bits differ", ms, gbs, gbs / 48.0);
-    kc.line = line;
-    out.push_back(kc);
+    push_bits_check(e, ok, same, line, out);
   }
   set_gemv_mma_bulk(bulk0);
   set_gemv_mma_split(split0);
@@ -614,25 +621,16 @@ std::vector<KernelCheck> gemv_mma_kernel_report() {
         for (int j = 0; j < nj; ++j) jobs[j].y = yref.ptr + j * p.out, jobs[j].yq = nullptr;
         gemv_mma(e, jobs, nj, n);
         fp8_quant_rows_from(e, yref.ptr, total_out, n, total_out, 128, yqref.ptr);
-        const size_t len = static_cast<size_t>(n * total_out);
-        std::vector<float> hy(len), hq(len), hyr(len), hqr(len);
-        e.to_host(hy.data(), y.ptr, len * sizeof(float));
-        e.to_host(hq.data(), yq.ptr, len * sizeof(float));
-        e.to_host(hyr.data(), yref.ptr, len * sizeof(float));
-        e.to_host(hqr.data(), yqref.ptr, len * sizeof(float));
-        const bool same = std::memcmp(hy.data(), hyr.data(), len * sizeof(float)) == 0 &&
-                          std::memcmp(hq.data(), hqr.data(), len * sizeof(float)) == 0;
-        KernelCheck kc;
-        kc.tolerance = 0;
-        kc.rel_error = e.sync().ok() && ok && same ? 0.0 : 1.0;
+        const size_t len = static_cast<size_t>(n * total_out) * sizeof(float);
+        const bool same = same_device_bits(e, y.ptr, yref.ptr, len) &&
+                          same_device_bits(e, yq.ptr, yqref.ptr, len);
         char line[320];
         std::snprintf(line, sizeof line,
                       "mma %-26s %lld row(s) split %s: the FP8 copy of the output in the launch "
                       "vs fp8_quant_rows_from: %s",
                       p.name, static_cast<long long>(n), s == 0 ? "auto" : "2",
                       same ? "the same bits" : "bits differ");
-        kc.line = line;
-        out.push_back(kc);
+        push_bits_check(e, ok, same, line, out);
       }
       set_gemv_mma_split(split0);
       if (n == 1 && p.jobs == 1 && p.out == 4096 && p.in == 8192)
