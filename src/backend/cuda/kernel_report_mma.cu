@@ -458,7 +458,7 @@ void bulk_check(Exec& e, const char* name, int64_t n, const DeviceArray<float>& 
   const int split0 = gemv_mma_split();
   for (const int s : {0, 1, 2}) {
     set_gemv_mma_split(s);
-    std::vector<float> reg(y.count);
+    std::vector<float> reg(y.count), got(y.count);
     set_gemv_mma_bulk(false);
     e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
     run();
@@ -466,7 +466,6 @@ void bulk_check(Exec& e, const char* name, int64_t n, const DeviceArray<float>& 
     set_gemv_mma_bulk(true);
     e.note(cudaMemsetAsync(y.ptr, 0xFF, y.bytes(), e.stream));
     run();
-    std::vector<float> got(y.count);
     e.to_host(got.data(), y.ptr, y.bytes());
     const bool same = std::memcmp(reg.data(), got.data(), y.bytes()) == 0;
     const double ms = timed();
